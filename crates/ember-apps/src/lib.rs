@@ -1,0 +1,8 @@
+//! The classic MapReduce workloads on [`ember`], each with its input
+//! generator and a plain sequential implementation used as the correctness
+//! oracle and the benchmark baseline.
+
+#![deny(missing_docs, unreachable_pub)]
+
+pub mod text;
+pub mod wordcount;

@@ -1,0 +1,194 @@
+//! What every subcommand shares: sizes, the runtime, stats output, the
+//! cache folder, error lines.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use ember::{Runtime, Stats};
+
+/// Options every job-running subcommand takes.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct RunArgs {
+    /// Worker threads (default: all CPUs).
+    #[arg(long, short = 't')]
+    pub(crate) threads: Option<usize>,
+    /// Target split size, e.g. 1MiB (default: fitted to the input).
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) split_size: Option<u64>,
+    /// Print the phase breakdown to standard error.
+    #[arg(long)]
+    pub(crate) stats: bool,
+    /// Write the stats as JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) stats_json: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// Builds the runtime these options ask for.
+    pub(crate) fn runtime(&self) -> Result<Runtime> {
+        let mut b = Runtime::builder();
+        if let Some(t) = self.threads {
+            b = b.threads(t);
+        }
+        Ok(b.build()?)
+    }
+
+    /// Per-run options.
+    pub(crate) fn options(&self) -> ember::RunOptions {
+        ember::RunOptions {
+            split_size: self.split_size.map(|s| s as usize),
+            ..Default::default()
+        }
+    }
+
+    /// Prints and/or writes the stats, as asked.
+    pub(crate) fn report(&self, stats: &Stats) -> Result<()> {
+        if self.stats {
+            eprintln!("{stats}");
+        }
+        if let Some(path) = &self.stats_json {
+            let json = serde_json::to_string_pretty(stats)?;
+            std::fs::write(path, json + "\n")
+                .with_context(|| format!("cannot write '{}'", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses a byte size: `4096`, `64KiB`, `100MB`, `1.5GiB`, `256M`.
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (try 4096, 64KiB, 100MB, 1GiB)"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "kb" => 1_000,
+        "m" | "mib" => 1 << 20,
+        "mb" => 1_000_000,
+        "g" | "gib" => 1 << 30,
+        "gb" => 1_000_000_000,
+        "t" | "tib" => 1 << 40,
+        "tb" => 1_000_000_000_000,
+        _ => {
+            return Err(format!(
+                "'{s}' has an unknown unit (use B, KiB, MiB, GiB, KB, MB, GB)"
+            ))
+        }
+    };
+    Ok((n * mult as f64).round() as u64)
+}
+
+/// The folder generated inputs are cached in: `$EMBER_CACHE`, else
+/// `$XDG_CACHE_HOME/ember`, else `~/.cache/ember`, else `./.ember-cache`.
+pub(crate) fn cache_dir() -> Result<PathBuf> {
+    let dir = if let Some(d) = std::env::var_os("EMBER_CACHE") {
+        PathBuf::from(d)
+    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        PathBuf::from(d).join("ember")
+    } else if let Some(h) = std::env::var_os("HOME") {
+        PathBuf::from(h).join(".cache").join("ember")
+    } else {
+        PathBuf::from(".ember-cache")
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create cache folder '{}'", dir.display()))?;
+    Ok(dir)
+}
+
+/// Makes `path` with `write` unless it exists: written to a temporary file
+/// first, renamed when complete, so an interrupted run leaves no half file.
+pub(crate) fn cached(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> Result<()>,
+) -> Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    let tmp = path.with_extension("partial");
+    let mut f = std::fs::File::create(&tmp)
+        .with_context(|| format!("cannot create '{}'", tmp.display()))?;
+    write(&mut f)?;
+    f.flush()?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot create '{}'", path.display()))?;
+    Ok(())
+}
+
+/// Writes to a file, or to standard output for `-`.
+pub(crate) fn create_output(path: &Path) -> Result<Box<dyn Write>> {
+    if path == Path::new("-") {
+        return Ok(Box::new(std::io::BufWriter::new(std::io::stdout().lock())));
+    }
+    let f = std::fs::File::create(path)
+        .with_context(|| format!("cannot create '{}'", path.display()))?;
+    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, f)))
+}
+
+/// Fails on an empty list of input files.
+pub(crate) fn need_files(files: &[PathBuf]) -> Result<()> {
+    if files.is_empty() {
+        bail!("no input files given");
+    }
+    Ok(())
+}
+
+/// An error and its causes on one line.
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ")
+}
+
+/// Panics in user code on worker threads come back from the runtime as
+/// errors, printed once by `main`; the default hook would also print them
+/// with a backtrace hint. Panics elsewhere are bugs in ember: one line.
+pub(crate) fn quiet_worker_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let on_worker = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("ember-worker"));
+        if !on_worker {
+            eprintln!("ember: internal error: {info}");
+        }
+    }));
+}
+
+/// A progress bar on standard error (drawn only on a terminal).
+pub(crate) fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64KiB"), Ok(65536));
+        assert_eq!(parse_size("100MB"), Ok(100_000_000));
+        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("MiB").is_err());
+    }
+}

@@ -1,0 +1,87 @@
+//! `ember gen`: reproducible inputs for the workloads.
+
+use std::path::PathBuf;
+
+use std::io::Write as _;
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use ember_apps::text::{write_text, TextSpec};
+
+use crate::common::{create_output, parse_size, progress};
+
+/// The generators.
+#[derive(Subcommand)]
+pub(crate) enum Gen {
+    /// Text: lines of 8-16 words from a Zipf-distributed vocabulary (word
+    /// count, inverted index).
+    Text(TextArgs),
+}
+
+/// `ember gen text`.
+#[derive(Args)]
+pub(crate) struct TextArgs {
+    /// Output size, e.g. 256MiB (exact).
+    #[arg(long, value_parser = parse_size, default_value = "256MiB")]
+    size: u64,
+    /// Distinct words in the vocabulary.
+    #[arg(long, default_value_t = 1_000_000)]
+    vocab: usize,
+    /// Zipf exponent of word frequencies.
+    #[arg(long, default_value_t = 1.0)]
+    zipf: f64,
+    /// Random seed: the same arguments give the same bytes.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Output file (`-` for standard output).
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+}
+
+impl TextArgs {
+    fn spec(&self) -> Result<TextSpec> {
+        anyhow::ensure!(self.vocab > 0, "--vocab must be at least 1");
+        anyhow::ensure!(
+            self.zipf.is_finite() && self.zipf >= 0.0,
+            "--zipf must be a number >= 0"
+        );
+        Ok(TextSpec {
+            size: self.size,
+            vocab: self.vocab,
+            zipf: self.zipf,
+            seed: self.seed,
+        })
+    }
+}
+
+/// Runs a generator.
+pub(crate) fn run(g: Gen) -> Result<()> {
+    match g {
+        Gen::Text(a) => {
+            let spec = a.spec()?;
+            let mut out = create_output(&a.out)?;
+            let bar = progress(spec.size, "generating text");
+            write_text(&spec, &mut out, |n| bar.set_position(n))?;
+            out.flush()?;
+            bar.finish_and_clear();
+            Ok(())
+        }
+    }
+}
+
+/// Generates (once) a cached text corpus and returns its path.
+pub(crate) fn cached_text(spec: &TextSpec) -> Result<PathBuf> {
+    let path = crate::common::cache_dir()?.join(format!(
+        "text-{}-v{}-z{}-s{}.txt",
+        spec.size, spec.vocab, spec.zipf, spec.seed
+    ));
+    crate::common::cached(&path, |f| {
+        let bar = progress(spec.size, "generating text (cached for next time)");
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        write_text(spec, &mut w, |n| bar.set_position(n))?;
+        std::io::Write::flush(&mut w)?;
+        bar.finish_and_clear();
+        Ok(())
+    })?;
+    Ok(path)
+}

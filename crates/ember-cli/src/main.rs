@@ -1,0 +1,50 @@
+//! `ember`: run MapReduce workloads, generate their inputs, benchmark them.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod common;
+mod gen;
+mod wordcount;
+
+/// ember: a MapReduce runtime for one large shared-memory machine.
+#[derive(Parser)]
+#[command(name = "ember", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate a ~100 MB Zipf text corpus once (cached) and count its words.
+    Demo(wordcount::DemoArgs),
+    /// Count words (runs of ASCII letters, lower-cased) in files.
+    Wordcount(wordcount::Args),
+    /// Generate reproducible inputs for the workloads.
+    #[command(subcommand)]
+    Gen(gen::Gen),
+    /// Measure ember against baselines, ratios printed in one run.
+    #[command(subcommand)]
+    Bench(bench::Bench),
+}
+
+fn main() -> ExitCode {
+    common::quiet_worker_panics();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(a) => wordcount::demo(a),
+        Command::Wordcount(a) => wordcount::run(a),
+        Command::Gen(g) => gen::run(g),
+        Command::Bench(b) => bench::run(b),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ember: {}", common::one_line(&e));
+            ExitCode::FAILURE
+        }
+    }
+}

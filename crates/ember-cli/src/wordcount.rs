@@ -1,0 +1,135 @@
+//! `ember wordcount` and `ember demo`.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args as ClapArgs;
+use ember::{Bytes, Input, Output, RunOptions, Runtime};
+use ember_apps::text::TextSpec;
+use ember_apps::wordcount::WordCount;
+
+use crate::common::{create_output, need_files, parse_size, RunArgs};
+
+/// `ember wordcount`.
+#[derive(ClapArgs)]
+pub(crate) struct Args {
+    /// Input files (`-` reads standard input).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// How many of the most frequent words to print.
+    #[arg(long, short = 'k', default_value_t = 20)]
+    top: usize,
+    /// Write every `word<TAB>count`, sorted by word, to this file (`-`:
+    /// standard output).
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// `ember demo`.
+#[derive(ClapArgs)]
+pub(crate) struct DemoArgs {
+    /// Corpus size.
+    #[arg(long, value_parser = parse_size, default_value = "100MiB")]
+    size: u64,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// Reads the inputs: files are memory-mapped; `-` is standard input.
+pub(crate) fn open_inputs(files: &[PathBuf]) -> Result<Input<'static>> {
+    need_files(files)?;
+    if files.len() == 1 && files[0] == std::path::Path::new("-") {
+        let mut data = Vec::new();
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut data)
+            .context("cannot read standard input")?;
+        return Ok(Input::owned("<stdin>", data));
+    }
+    Ok(Input::files(files)?)
+}
+
+/// Counts words; prints the top `k`, optionally writes everything.
+fn count(
+    rt: &Runtime,
+    input: &Input<'_>,
+    a: &RunArgs,
+    top: usize,
+    output: Option<&PathBuf>,
+) -> Result<()> {
+    let opts = a.options();
+    let (best, stats) = match output {
+        Some(path) => {
+            // Everything, sorted by word; the top k are selected from it.
+            let Output { pairs, stats } = rt.run_with(&WordCount::new(), input, &opts)?;
+            let mut w = create_output(path)?;
+            for (word, n) in &pairs {
+                w.write_all(word.as_bytes())?;
+                writeln!(w, "\t{n}")?;
+            }
+            w.flush()
+                .with_context(|| format!("cannot write '{}'", path.display()))?;
+            let mut best: Vec<(Bytes, u64)> = pairs;
+            let by_count = |a: &(Bytes, u64), b: &(Bytes, u64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
+            if best.len() > top && top > 0 {
+                best.select_nth_unstable_by(top - 1, by_count);
+            }
+            best.truncate(top);
+            best.sort_by(by_count);
+            (best, stats)
+        }
+        None => {
+            let opts = RunOptions {
+                top: Some(top),
+                ..opts
+            };
+            let out = rt.run_with(&WordCount::by_count(), input, &opts)?;
+            (out.pairs, out.stats)
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    for (word, n) in &best {
+        stdout.write_all(word.as_bytes())?;
+        writeln!(stdout, "\t{n}")?;
+    }
+    writeln!(
+        stdout,
+        "# {} words, {} distinct, {:.1} MB in {:.3} s",
+        stats.pairs_emitted,
+        stats.distinct_keys,
+        stats.input_bytes as f64 / 1e6,
+        stats.total_secs
+    )?;
+    a.report(&stats)
+}
+
+/// Runs `ember wordcount`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let input = open_inputs(&a.files)?;
+    let rt = a.run.runtime()?;
+    count(&rt, &input, &a.run, a.top, a.output.as_ref())
+}
+
+/// Runs `ember demo`: a cached corpus, its top 20 words and the breakdown.
+pub(crate) fn demo(a: DemoArgs) -> Result<()> {
+    let spec = TextSpec {
+        size: a.size,
+        ..TextSpec::default()
+    };
+    let path = crate::gen::cached_text(&spec)?;
+    eprintln!(
+        "corpus: {} ({:.1} MB)",
+        path.display(),
+        spec.size as f64 / 1e6
+    );
+    let input = Input::file(&path)?;
+    let rt = a.run.runtime()?;
+    let run = RunArgs {
+        stats: true,
+        ..a.run
+    };
+    count(&rt, &input, &run, 20, None)
+}

@@ -1,0 +1,87 @@
+//! Errors as values: every failure says what happened and where.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// The phases of a run, named in errors and stats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Cutting the input into splits.
+    Split,
+    /// Running `map` over the splits.
+    Map,
+    /// Joining each partition across workers and running `reduce`.
+    Reduce,
+    /// Sorting the output.
+    Merge,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Phase::Split => "split",
+            Phase::Map => "map",
+            Phase::Reduce => "reduce",
+            Phase::Merge => "merge",
+        })
+    }
+}
+
+/// What can go wrong in ember.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be opened, read or mapped.
+    #[error("cannot read '{}': {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A directory was given where a file was expected.
+    #[error("'{}' is a directory, not a file", path.display())]
+    IsDirectory {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// User code panicked; the runtime is still usable.
+    #[error("the job's {phase} function panicked: {message}")]
+    Panicked {
+        /// The phase whose user code panicked.
+        phase: Phase,
+        /// The panic message.
+        message: String,
+    },
+    /// Input that the job cannot interpret.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// A setting out of range.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Builds the error for a caught panic payload.
+    pub(crate) fn panicked(phase: Phase, payload: Box<dyn std::any::Any + Send>) -> Self {
+        let message = if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_string()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "(non-string panic payload)".to_string()
+        };
+        Error::Panicked { phase, message }
+    }
+}
+
+/// ember's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,248 @@
+//! Input: byte slices, files (memory-mapped) and lists of files, and their
+//! cutting into splits at record boundaries.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use crate::error::{Error, Result};
+use crate::job::Records;
+
+/// Default target split size when neither the runtime nor the run sets one.
+pub const DEFAULT_SPLIT_SIZE: usize = 1 << 20;
+
+/// The input of a run: one or more parts (files or byte slices), each cut
+/// into splits independently.
+pub struct Input<'a> {
+    parts: Vec<Part<'a>>,
+}
+
+struct Part<'a> {
+    name: PathBuf,
+    data: Data<'a>,
+}
+
+enum Data<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+    Mapped(Mmap),
+}
+
+impl Part<'_> {
+    fn bytes(&self) -> &[u8] {
+        match &self.data {
+            Data::Borrowed(b) => b,
+            Data::Owned(v) => v,
+            Data::Mapped(m) => m,
+        }
+    }
+}
+
+impl<'a> Input<'a> {
+    /// Input from a byte slice in memory.
+    pub fn bytes(data: &'a [u8]) -> Self {
+        Input {
+            parts: vec![Part {
+                name: PathBuf::from("<memory>"),
+                data: Data::Borrowed(data),
+            }],
+        }
+    }
+
+    /// Input from an owned buffer (for example standard input read whole).
+    pub fn owned(name: impl Into<PathBuf>, data: Vec<u8>) -> Self {
+        Input {
+            parts: vec![Part {
+                name: name.into(),
+                data: Data::Owned(data),
+            }],
+        }
+    }
+
+    /// Input from one file, memory-mapped.
+    pub fn file(path: impl AsRef<Path>) -> Result<Input<'static>> {
+        Input::files([path])
+    }
+
+    /// Input from several files, each memory-mapped; a record never spans
+    /// two files, and `Split::part` says which file a split comes from.
+    pub fn files<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) -> Result<Input<'static>> {
+        let parts = paths
+            .into_iter()
+            .map(|p| map_file(p.as_ref()))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Input { parts })
+    }
+
+    /// Total bytes over all parts.
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(|p| p.bytes().len()).sum()
+    }
+
+    /// True when there are no bytes at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of parts (files).
+    pub fn parts(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// The name (path) of part `i`.
+    pub fn part_name(&self, i: usize) -> &Path {
+        &self.parts[i].name
+    }
+
+    /// The bytes of part `i`.
+    pub fn part_bytes(&self, i: usize) -> &[u8] {
+        self.parts[i].bytes()
+    }
+}
+
+fn map_file(path: &Path) -> Result<Part<'static>> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if meta.is_dir() {
+        return Err(Error::IsDirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    let data = if meta.len() == 0 {
+        // An empty file cannot be mapped; it is a valid, empty part.
+        Data::Owned(Vec::new())
+    } else {
+        // SAFETY: the map is read-only and private. Like every tool that maps
+        // its input, ember assumes the file is not truncated or rewritten by
+        // another process while the run lasts (a shrinking file would raise
+        // SIGBUS); chunked reads are the mode for inputs that may change.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        #[cfg(unix)]
+        {
+            // Advice only: a failure changes speed, not results.
+            let _ = map.advise(memmap2::Advice::Sequential);
+        }
+        Data::Mapped(map)
+    };
+    Ok(Part {
+        name: path.to_path_buf(),
+        data,
+    })
+}
+
+/// One split: a byte range of one part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SplitRange {
+    pub(crate) part: usize,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+/// Cuts every part into splits of about `target` bytes, each ending on a
+/// record boundary. Linear in the number of splits plus the bytes scanned to
+/// find boundaries (a boundary search never rescans bytes).
+pub(crate) fn plan_splits(input: &Input<'_>, records: Records, target: usize) -> Vec<SplitRange> {
+    let target = target.max(1);
+    let mut out = Vec::with_capacity(input.len() / target + input.parts());
+    for (part, p) in input.parts.iter().enumerate() {
+        let data = p.bytes();
+        let mut start = 0;
+        while start < data.len() {
+            let end = match records {
+                Records::Whole => data.len(),
+                _ => next_boundary(data, records, start + target),
+            };
+            out.push(SplitRange { part, start, end });
+            start = end;
+        }
+    }
+    out
+}
+
+/// The first record boundary at or after `pos` (or the end of `data`).
+fn next_boundary(data: &[u8], records: Records, pos: usize) -> usize {
+    if pos >= data.len() {
+        return data.len();
+    }
+    match records {
+        Records::Lines => memchr::memchr(b'\n', &data[pos - 1..]).map_or(data.len(), |i| pos + i),
+        Records::Separator(is_sep) => data[pos..]
+            .iter()
+            .position(|&b| is_sep(b))
+            .map_or(data.len(), |i| pos + i),
+        Records::Fixed(size) => {
+            let size = size.max(1);
+            (pos.div_ceil(size) * size).min(data.len())
+        }
+        Records::Whole => data.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn cover(input: &Input<'_>, records: Records, target: usize) -> Vec<SplitRange> {
+        let splits = plan_splits(input, records, target);
+        // The splits tile each part exactly, in order.
+        let mut at = vec![0usize; input.parts()];
+        for s in &splits {
+            assert_eq!(s.start, at[s.part]);
+            assert!(s.end > s.start);
+            at[s.part] = s.end;
+        }
+        for (i, end) in at.iter().enumerate() {
+            assert_eq!(*end, input.part_bytes(i).len());
+        }
+        splits
+    }
+
+    proptest! {
+        #[test]
+        fn lines_never_straddle(text in "[ab\n]{0,200}", target in 1usize..50) {
+            let input = Input::bytes(text.as_bytes());
+            for s in cover(&input, Records::Lines, target) {
+                if s.end < text.len() {
+                    prop_assert_eq!(text.as_bytes()[s.end - 1], b'\n');
+                }
+            }
+        }
+
+        #[test]
+        fn separators_never_cut_a_word(text in "[ab .]{0,200}", target in 1usize..50) {
+            let input = Input::bytes(text.as_bytes());
+            for s in cover(&input, Records::Separator(|b| !b.is_ascii_alphabetic()), target) {
+                if s.end < text.len() {
+                    prop_assert!(!text.as_bytes()[s.end].is_ascii_alphabetic());
+                }
+            }
+        }
+
+        #[test]
+        fn fixed_records_stay_whole(len in 0usize..300, size in 1usize..20, target in 1usize..64) {
+            let data = vec![0u8; len];
+            let input = Input::bytes(&data);
+            for s in cover(&input, Records::Fixed(size), target) {
+                prop_assert!(s.start % size == 0);
+            }
+        }
+    }
+
+    #[test]
+    fn whole_parts_are_single_splits() {
+        let input = Input::bytes(b"abc\ndef\n");
+        assert_eq!(cover(&input, Records::Whole, 1).len(), 1);
+    }
+
+    #[test]
+    fn missing_file_names_the_path() {
+        let err = Input::file("/no/such/ember-file")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("/no/such/ember-file"), "{err}");
+        assert!(err.contains("No such file"), "{err}");
+    }
+}

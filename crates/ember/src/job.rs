@@ -1,0 +1,137 @@
+//! What a user writes: a [`Job`] with `map`, a [`Combiner`] and `reduce`,
+//! and the [`Emit`] sink `map` writes its pairs into.
+
+use std::cmp::Ordering;
+
+use crate::combine::Combiner;
+use crate::key::Key;
+
+/// Where the input may be cut into splits without cutting a record in two.
+///
+/// Splits are cut only at record boundaries, so `map` never sees part of a
+/// record; a record never spans two input files.
+#[derive(Debug, Clone, Copy)]
+pub enum Records {
+    /// Newline-terminated lines: a split ends just after a `\n`.
+    Lines,
+    /// Records are runs of bytes between separator bytes (for example words
+    /// between non-letters): a split may end just before any byte for which
+    /// the function returns true.
+    Separator(fn(u8) -> bool),
+    /// Fixed-size records of this many bytes, counted from the start of each
+    /// input part; a trailing partial record is passed to `map` as it is.
+    Fixed(usize),
+    /// Each input part (file) is one record and one split.
+    Whole,
+}
+
+/// A piece of the input handed to one `map` call.
+#[derive(Debug, Clone, Copy)]
+pub struct Split<'a> {
+    /// The bytes of the split: whole records only.
+    pub data: &'a [u8],
+    /// Which input part (file) the split comes from, in input order.
+    pub part: usize,
+    /// Byte offset of `data` within that part.
+    pub offset: u64,
+}
+
+/// The sink `map` emits key/value pairs into.
+///
+/// Containers and pipelines implement it; a job's `map` is generic over it,
+/// so emitting is a static call into the worker's own container, with no
+/// lock and no allocation unless the key is new to this worker.
+pub trait Emit<K: Key, V> {
+    /// Emits one pair. The key may borrow from anything: it is copied only
+    /// the first time this worker sees it.
+    fn emit(&mut self, key: K::Ref<'_>, value: V);
+}
+
+/// The per-key state a job's combiner keeps.
+pub type StateOf<J> = <<J as Job>::Combiner as Combiner<<J as Job>::Value>>::State;
+
+/// A MapReduce job.
+///
+/// ```
+/// use ember::{Bytes, Emit, Job, Records, Runtime, Split, Input, Sum};
+///
+/// /// Counts whitespace-separated words.
+/// struct Words;
+///
+/// impl Job for Words {
+///     type Key = Bytes;
+///     type Value = u64;
+///     type Combiner = Sum;
+///     type Out = u64;
+///
+///     fn records(&self) -> Records {
+///         Records::Separator(|b| b.is_ascii_whitespace())
+///     }
+///     fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) {
+///         for w in split.data.split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty()) {
+///             emit.emit(w, 1);
+///         }
+///     }
+///     fn reduce(&self, _key: &Bytes, total: u64) -> u64 {
+///         total
+///     }
+/// }
+///
+/// let rt = Runtime::builder().threads(2).build().unwrap();
+/// let out = rt.run(&Words, &Input::bytes(b"b a b")).unwrap();
+/// let pairs: Vec<(&[u8], u64)> = out.pairs.iter().map(|(k, v)| (k.as_bytes(), *v)).collect();
+/// assert_eq!(pairs, vec![(&b"a"[..], 1), (&b"b"[..], 2)]);
+/// ```
+pub trait Job: Sync {
+    /// The key type.
+    type Key: Key;
+    /// The value type `map` emits.
+    type Value: Send;
+    /// How values of one key fold together (applied at insert).
+    type Combiner: Combiner<Self::Value>;
+    /// What `reduce` produces for a key.
+    type Out: Send;
+
+    /// Where the input may be cut. Lines by default.
+    fn records(&self) -> Records {
+        Records::Lines
+    }
+
+    /// Maps one split, emitting pairs.
+    fn map<E: Emit<Self::Key, Self::Value>>(&self, split: Split<'_>, emit: &mut E);
+
+    /// Reduces the combined state of one key to its output value.
+    fn reduce(&self, key: &Self::Key, state: StateOf<Self>) -> Self::Out;
+
+    /// The output order. By key by default; ties a comparator leaves are
+    /// always broken by key, so the output is deterministic.
+    fn order(&self, a: &(Self::Key, Self::Out), b: &(Self::Key, Self::Out)) -> Ordering {
+        a.0.cmp(&b.0)
+    }
+}
+
+/// A map-only job: no grouping and no reduce (SMR section 5.1; Phoenix's
+/// string match and matrix multiply). Each `map` call appends its pairs to a
+/// plain vector (SMR's array buffer); the output is every pair, in input
+/// order, then stably sorted by key unless [`MapOnlyJob::sort_output`] says
+/// not to. Either way it does not depend on the thread count or split size.
+pub trait MapOnlyJob: Sync {
+    /// The key type.
+    type Key: Ord + Send;
+    /// The value type.
+    type Value: Send;
+
+    /// Where the input may be cut. Lines by default.
+    fn records(&self) -> Records {
+        Records::Lines
+    }
+
+    /// Maps one split, appending pairs to `out`.
+    fn map(&self, split: Split<'_>, out: &mut Vec<(Self::Key, Self::Value)>);
+
+    /// Sort the output by key (stably)? Yes by default; no leaves it in
+    /// input order.
+    fn sort_output(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,55 @@
+//! # ember
+//!
+//! A MapReduce runtime for one large shared-memory machine.
+//!
+//! A user writes a [`Job`]: `map` over splits of the input, emitting
+//! key/value pairs; a [`Combiner`] that folds the values of a key as they are
+//! emitted; and `reduce`, which turns each key's combined state into an
+//! output value. A [`Runtime`] (a pool of worker threads, built once) runs
+//! any number of jobs and returns the output sorted, with [`Stats`] saying
+//! where the time went.
+//!
+//! ```
+//! use ember::{Bytes, Emit, Input, Job, Records, Runtime, Split, Sum};
+//!
+//! struct Letters;
+//! impl Job for Letters {
+//!     type Key = u8;
+//!     type Value = u64;
+//!     type Combiner = Sum;
+//!     type Out = u64;
+//!     fn records(&self) -> Records { Records::Fixed(1) }
+//!     fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) {
+//!         for &b in split.data { emit.emit(b, 1) }
+//!     }
+//!     fn reduce(&self, _k: &u8, n: u64) -> u64 { n }
+//! }
+//!
+//! let rt = Runtime::builder().threads(2).build()?;
+//! let out = rt.run(&Letters, &Input::bytes(b"abca"))?;
+//! assert_eq!(out.pairs, vec![(b'a', 2), (b'b', 1), (b'c', 1)]);
+//! # Ok::<(), ember::Error>(())
+//! ```
+//!
+//! Design notes for people extending the runtime are in `docs/runtime.md`.
+
+#![deny(missing_docs, unreachable_pub, unsafe_op_in_unsafe_fn)]
+
+mod combine;
+mod container;
+mod error;
+mod input;
+mod job;
+mod key;
+mod merge;
+mod pool;
+mod runtime;
+mod stats;
+
+pub use combine::{Combiner, KeepAll, Max, Min, Sum};
+pub use error::{Error, Phase, Result};
+pub use input::{Input, DEFAULT_SPLIT_SIZE};
+pub use job::{Emit, Job, MapOnlyJob, Records, Split, StateOf};
+pub use key::{Bytes, BytesProbe, Key, INLINE_KEY_BYTES};
+pub use runtime::{Output, RunOptions, Runtime, RuntimeBuilder};
+pub use stats::Stats;

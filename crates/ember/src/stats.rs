@@ -1,0 +1,95 @@
+//! Where the time went: what every run reports.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Measurements of one run. Times are wall-clock seconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stats {
+    /// Worker threads of the runtime.
+    pub threads: usize,
+    /// Input bytes over all parts.
+    pub input_bytes: u64,
+    /// Input parts (files).
+    pub input_parts: usize,
+    /// Splits the input was cut into.
+    pub splits: usize,
+    /// Reduce partitions.
+    pub partitions: usize,
+    /// The intermediate container used.
+    pub container: String,
+    /// True for map-only jobs, which skip the reduce phase.
+    pub reduce_skipped: bool,
+    /// Seconds spent cutting the input into splits.
+    pub split_secs: f64,
+    /// Seconds in the map phase.
+    pub map_secs: f64,
+    /// Seconds in the reduce phase.
+    pub reduce_secs: f64,
+    /// Seconds in the merge (output sort) phase.
+    pub merge_secs: f64,
+    /// Seconds for the whole run.
+    pub total_secs: f64,
+    /// Pairs emitted by `map`.
+    pub pairs_emitted: u64,
+    /// Distinct keys after reduce (0 for map-only runs, which do not group).
+    pub distinct_keys: u64,
+    /// Pairs in the output (fewer than `distinct_keys` for a top-k run).
+    pub output_pairs: u64,
+    /// Map tasks (splits) each worker ran, by worker index.
+    pub map_tasks: Vec<u64>,
+    /// Reduce tasks (partitions) each worker ran, by worker index.
+    pub reduce_tasks: Vec<u64>,
+}
+
+pub(crate) fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+impl fmt::Display for Stats {
+    /// A human-readable breakdown, as `ember --stats` prints it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pct = |x: f64| {
+            if self.total_secs > 0.0 {
+                100.0 * x / self.total_secs
+            } else {
+                0.0
+            }
+        };
+        writeln!(
+            f,
+            "input     {:>10.1} MB in {} part(s), {} splits, {} threads, {} partitions, {} container",
+            self.input_bytes as f64 / 1e6,
+            self.input_parts,
+            self.splits,
+            self.threads,
+            self.partitions,
+            self.container
+        )?;
+        for (name, s) in [
+            ("split", self.split_secs),
+            ("map", self.map_secs),
+            ("reduce", self.reduce_secs),
+            ("merge", self.merge_secs),
+        ] {
+            if name == "reduce" && self.reduce_skipped {
+                writeln!(f, "reduce    {:>10} (map-only job: skipped)", "-")?;
+            } else {
+                writeln!(f, "{name:<9} {s:>10.3} s  {:>5.1}%", pct(s))?;
+            }
+        }
+        writeln!(f, "total     {:>10.3} s", self.total_secs)?;
+        writeln!(
+            f,
+            "pairs     {} emitted, {} distinct keys, {} output",
+            self.pairs_emitted, self.distinct_keys, self.output_pairs
+        )?;
+        write!(
+            f,
+            "tasks     map {:?}, reduce {:?} (per worker)",
+            self.map_tasks, self.reduce_tasks
+        )
+    }
+}
