@@ -1,27 +1,21 @@
-//! `ember bench`: ember against baselines, as ratios measured in one run.
+//! `ember bench wordcount`: ember vs the C reference `wc_baseline.c`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Subcommand};
+use clap::Args as ClapArgs;
 use ember::{Input, RunOptions, Runtime};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
 
 use crate::common::{cache_dir, parse_size};
 
-/// The benchmarks.
-#[derive(Subcommand)]
-pub(crate) enum Bench {
-    /// Word count vs the single-threaded C reference (reference/wc_baseline.c).
-    Wordcount(WordcountArgs),
-}
+use super::{all_threads, interleaved, timed, Report};
 
 /// `ember bench wordcount`.
-#[derive(Args)]
-pub(crate) struct WordcountArgs {
+#[derive(ClapArgs)]
+pub(crate) struct Args {
     /// Corpus size (the WORKLOADS.md shape: 1M-word vocabulary, Zipf 1.0).
     #[arg(long, value_parser = parse_size, default_value = "256MiB")]
     size: u64,
@@ -33,14 +27,7 @@ pub(crate) struct WordcountArgs {
     threads: Option<usize>,
 }
 
-/// Runs a benchmark.
-pub(crate) fn run(b: Bench) -> Result<()> {
-    match b {
-        Bench::Wordcount(a) => wordcount(a),
-    }
-}
-
-const WC_BASELINE_C: &str = include_str!("../../../reference/wc_baseline.c");
+const WC_BASELINE_C: &str = include_str!("../../../../reference/wc_baseline.c");
 
 /// Builds the C reference into the cache folder (once).
 fn build_wc_baseline() -> Result<PathBuf> {
@@ -62,16 +49,9 @@ fn build_wc_baseline() -> Result<PathBuf> {
     Ok(bin)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// Runs the C reference once: (seconds, total words, distinct words).
-fn run_c(bin: &Path, file: &Path) -> Result<(f64, u64, u64)> {
-    let t = Instant::now();
+/// Runs the C reference once: (total words, distinct words).
+fn run_c(bin: &Path, file: &Path) -> Result<(u64, u64)> {
     let out = Command::new(bin).arg(file).arg("1").output()?;
-    let secs = t.elapsed().as_secs_f64();
     if !out.status.success() {
         bail!(
             "wc_baseline failed: {}",
@@ -88,85 +68,82 @@ fn run_c(bin: &Path, file: &Path) -> Result<(f64, u64, u64)> {
         .filter_map(|s| s.parse().ok())
         .collect();
     match nums[..] {
-        [total, distinct, ..] => Ok((secs, total, distinct)),
+        [total, distinct, ..] => Ok((total, distinct)),
         _ => bail!("unexpected wc_baseline output: {text}"),
     }
 }
 
-/// Runs ember once, input mapping included: (seconds, total, distinct, stats).
-fn run_ember(rt: &Runtime, file: &Path) -> Result<(f64, u64, u64, ember::Stats)> {
-    let t = Instant::now();
+/// Runs ember once, input mapping included.
+fn run_ember(rt: &Runtime, file: &Path) -> Result<ember::Stats> {
     let input = Input::file(file)?;
     let opts = RunOptions {
         top: Some(20),
         ..Default::default()
     };
-    let out = rt.run_with(&WordCount::by_count(), &input, &opts)?;
-    let secs = t.elapsed().as_secs_f64();
-    Ok((
-        secs,
-        out.stats.pairs_emitted,
-        out.stats.distinct_keys,
-        out.stats,
-    ))
+    Ok(rt.run_with(&WordCount::by_count(), &input, &opts)?.stats)
 }
 
-fn wordcount(a: WordcountArgs) -> Result<()> {
-    let runs = a.runs.max(1);
+/// Runs `ember bench wordcount`.
+pub(crate) fn run(a: Args) -> Result<()> {
     let spec = TextSpec {
         size: a.size,
         ..TextSpec::default()
     };
     let file = crate::gen::cached_text(&spec)?;
     let bin = build_wc_baseline()?;
-    let all = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let mb = spec.size as f64 / 1e6;
+    let all = all_threads(a.threads);
     // Warm the page cache so every contender reads from memory.
     std::fs::read(&file)?;
 
     let rt1 = Runtime::builder().threads(1).build()?;
     let rtn = Runtime::builder().threads(all).build()?;
-    let (mut c, mut e1, mut en) = (Vec::new(), Vec::new(), Vec::new());
+    // The C reference's counts, which every ember run must match.
+    let c_counts = run_c(&bin, &file)?;
     let mut last = None;
-    let mut c_counts = (0, 0);
-    // Interleaved, so that noise on this shared machine hits all alike.
-    for _ in 0..runs {
-        let (s, total, distinct) = run_c(&bin, &file)?;
-        c.push(s);
-        c_counts = (total, distinct);
-        let r = run_ember(&rt1, &file)?;
-        e1.push(r.0);
-        let r = run_ember(&rtn, &file)?;
-        en.push(r.0);
-        if (r.1, r.2) != c_counts {
+    let check = |s: &ember::Stats, c: (u64, u64)| -> Result<()> {
+        if (s.pairs_emitted, s.distinct_keys) != c {
             bail!(
                 "ember counted {} words / {} distinct, the C reference {} / {}",
-                r.1,
-                r.2,
-                c_counts.0,
-                c_counts.1
+                s.pairs_emitted,
+                s.distinct_keys,
+                c.0,
+                c.1
             );
         }
-        last = Some(r.3);
+        Ok(())
+    };
+    let times = interleaved(
+        a.runs,
+        &mut [
+            &mut || timed(|| run_c(&bin, &file).map(drop)),
+            &mut || timed(|| check(&run_ember(&rt1, &file)?, c_counts)),
+            &mut || {
+                timed(|| {
+                    let s = run_ember(&rtn, &file)?;
+                    check(&s, c_counts)?;
+                    last = Some(s);
+                    Ok(())
+                })
+            },
+        ],
+    )?;
+    Report {
+        title: format!(
+            "word count, {:.1} MB ({} words, {} distinct), median of {} runs",
+            spec.size as f64 / 1e6,
+            c_counts.0,
+            c_counts.1,
+            a.runs.max(1)
+        ),
+        amount: spec.size as f64 / 1e6,
+        unit: "MB",
+        rows: vec![
+            ("C reference (1 thread)".into(), times[0]),
+            ("ember, 1 thread".into(), times[1]),
+            (format!("ember, {all} threads"), times[2]),
+        ],
     }
-    let (c, e1, en) = (median(c), median(e1), median(en));
-    println!(
-        "word count, {:.1} MB ({} words, {} distinct), median of {runs} runs",
-        mb, c_counts.0, c_counts.1
-    );
-    println!(
-        "{:<28} {:>8} {:>9} {:>9}",
-        "contender", "time s", "MB/s", "vs C"
-    );
-    for (name, t) in [
-        ("C reference (1 thread)".to_string(), c),
-        ("ember, 1 thread".to_string(), e1),
-        (format!("ember, {all} threads"), en),
-    ] {
-        println!("{name:<28} {t:>8.3} {:>9.1} {:>8.2}x", mb / t, c / t);
-    }
+    .print();
     if let Some(s) = last {
         println!("\nember, {all} threads, phases of the last run:\n{s}");
     }
