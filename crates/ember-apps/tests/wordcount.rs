@@ -1,0 +1,162 @@
+//! Word count on ember equals the plain sequential count, for any thread
+//! count, split size and input shape.
+
+use ember::{Input, RunOptions, Runtime};
+use ember_apps::text::{text, TextSpec};
+use ember_apps::wordcount::{sequential, WordCount};
+use proptest::prelude::*;
+
+const THREADS: [usize; 5] = [1, 2, 3, 8, 32];
+
+fn runtimes() -> Vec<Runtime> {
+    THREADS
+        .iter()
+        .map(|&t| Runtime::builder().threads(t).build().unwrap())
+        .collect()
+}
+
+fn count(rt: &Runtime, input: &Input<'_>, split: Option<usize>) -> Vec<(Vec<u8>, u64)> {
+    let opts = RunOptions {
+        split_size: split,
+        ..Default::default()
+    };
+    rt.run_with(&WordCount::new(), input, &opts)
+        .unwrap()
+        .pairs
+        .into_iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v))
+        .collect()
+}
+
+fn check_all(rts: &[Runtime], parts: &[&[u8]], splits: &[Option<usize>]) {
+    let want = sequential(parts);
+    let owned: Vec<Input<'_>> = if parts.len() == 1 {
+        vec![Input::bytes(parts[0])]
+    } else {
+        // Several parts: write them to files so the many-files path is used.
+        let dir = tempdir();
+        let paths: Vec<_> = parts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let path = dir.join(format!("part{i}.txt"));
+                std::fs::write(&path, p).unwrap();
+                path
+            })
+            .collect();
+        vec![Input::files(&paths).unwrap()]
+    };
+    for input in &owned {
+        for rt in rts {
+            for &s in splits {
+                assert_eq!(
+                    count(rt, input, s),
+                    want,
+                    "threads {} split {s:?}",
+                    rt.threads()
+                );
+            }
+        }
+    }
+}
+
+fn tempdir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "ember-wc-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Bytes of every kind: letters of both cases, separators, UTF-8, binary.
+fn messy_text() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(
+        prop_oneof![
+            4 => proptest::sample::select(b"abcAB".to_vec()),
+            2 => Just(b' '),
+            1 => Just(b'\n'),
+            1 => any::<u8>(),
+        ],
+        0..400,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn equals_sequential_on_random_inputs(data in messy_text(), split in 1usize..64) {
+        let rts = runtimes();
+        check_all(&rts, &[&data], &[Some(split), None]);
+    }
+
+    #[test]
+    fn equals_sequential_on_many_files(parts in proptest::collection::vec(messy_text(), 1..5)) {
+        let rts = runtimes();
+        let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        check_all(&rts[..2], &refs, &[Some(3), None]);
+    }
+}
+
+#[test]
+fn tiny_and_degenerate_inputs() {
+    let rts = runtimes();
+    let huge_word = vec![b'q'; 10 << 20];
+    let cases: Vec<Vec<u8>> = vec![
+        vec![],
+        b"a".to_vec(),
+        b"1234 !! \n\t\xff\xfe".to_vec(),
+        huge_word.clone(),
+        [b"x ".as_slice(), &huge_word, b" x Q".as_slice()].concat(),
+    ];
+    for data in &cases {
+        check_all(&rts, &[data], &[Some(1), Some(4), None]);
+    }
+}
+
+#[test]
+fn generated_corpus_is_thread_count_independent() {
+    let data = text(&TextSpec {
+        size: 2 << 20,
+        vocab: 50_000,
+        zipf: 1.0,
+        seed: 3,
+    });
+    check_all(&runtimes(), &[&data], &[Some(4096), None]);
+}
+
+#[test]
+fn top_k_is_the_head_of_the_full_order() {
+    let data = text(&TextSpec {
+        size: 1 << 20,
+        vocab: 5_000,
+        zipf: 1.0,
+        seed: 9,
+    });
+    let rt = Runtime::builder().threads(3).build().unwrap();
+    let input = Input::bytes(&data);
+    let full = rt.run(&WordCount::by_count(), &input).unwrap().pairs;
+    for k in [1, 10, 100] {
+        let top = rt
+            .run_with(
+                &WordCount::by_count(),
+                &input,
+                &RunOptions {
+                    top: Some(k),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(top.pairs[..], full[..k]);
+        assert_eq!(top.stats.output_pairs, k as u64);
+        assert_eq!(top.stats.distinct_keys, full.len() as u64);
+    }
+    // Most frequent first, ties by word.
+    assert!(full
+        .windows(2)
+        .all(|w| w[0].1 > w[1].1 || (w[0].1 == w[1].1 && w[0].0 < w[1].0)));
+}

@@ -1,0 +1,136 @@
+//! The `ember` command as a user meets it: results, and one clear line on
+//! errors.
+
+use std::process::{Command, Output};
+
+fn ember(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(args)
+        .output()
+        .expect("ember runs")
+}
+
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("ember-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A failure: non-zero exit, exactly one line on stderr, no backtrace.
+fn one_line_error(out: &Output) -> String {
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        !err.contains("backtrace") && !err.contains("panicked"),
+        "{err}"
+    );
+    err
+}
+
+#[test]
+fn wordcount_prints_top_and_writes_everything() {
+    let d = tempdir("wc");
+    let f = d.join("in.txt");
+    std::fs::write(&f, "b a B c, b a\n").unwrap();
+    let all = d.join("out.tsv");
+    let out = ember(&[
+        "wordcount",
+        f.to_str().unwrap(),
+        "--top",
+        "2",
+        "--threads",
+        "2",
+        "--output",
+        all.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.starts_with("b\t3\na\t2\n# 6 words, 3 distinct"),
+        "{stdout}"
+    );
+    assert_eq!(std::fs::read_to_string(&all).unwrap(), "a\t2\nb\t3\nc\t1\n");
+}
+
+#[test]
+fn wordcount_reads_stdin_and_writes_stats_json() {
+    let d = tempdir("stdin");
+    let json = d.join("stats.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(["wordcount", "-", "--stats-json", json.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"x y x").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .starts_with("x\t2\ny\t1\n"));
+    let stats = std::fs::read_to_string(&json).unwrap();
+    assert!(stats.contains("\"pairs_emitted\": 3"), "{stats}");
+    assert!(stats.contains("\"map_secs\""), "{stats}");
+}
+
+#[test]
+fn missing_file_is_one_line() {
+    let err = one_line_error(&ember(&["wordcount", "/no/such/file.txt"]));
+    assert_eq!(
+        err.trim(),
+        "ember: cannot read '/no/such/file.txt': No such file or directory (os error 2)"
+    );
+}
+
+#[test]
+fn directory_is_one_line() {
+    let d = tempdir("dir");
+    let err = one_line_error(&ember(&["wordcount", d.to_str().unwrap()]));
+    assert!(err.contains("is a directory, not a file"), "{err}");
+}
+
+#[test]
+fn bad_size_and_threads_are_one_line() {
+    let d = tempdir("gen");
+    let out = ember(&["gen", "text", "--size", "12 parsecs", "--out", "-"]);
+    assert!(!out.status.success());
+    let f = d.join("x.txt");
+    std::fs::write(&f, "a").unwrap();
+    let err = one_line_error(&ember(&[
+        "wordcount",
+        f.to_str().unwrap(),
+        "--threads",
+        "0",
+    ]));
+    assert!(err.contains("threads must be at least 1"), "{err}");
+}
+
+#[test]
+fn gen_text_is_reproducible() {
+    let d = tempdir("gentext");
+    let (a, b) = (d.join("a.txt"), d.join("b.txt"));
+    for p in [&a, &b] {
+        let out = ember(&[
+            "gen",
+            "text",
+            "--size",
+            "300KiB",
+            "--vocab",
+            "1000",
+            "--seed",
+            "5",
+            "--out",
+            p.to_str().unwrap(),
+        ]);
+        assert!(out.status.success());
+    }
+    let (x, y) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    assert_eq!(x.len(), 300 << 10);
+    assert_eq!(x, y);
+}
