@@ -144,6 +144,11 @@ impl<J: Job> Emit<J::Key, J::Value> for HashEmitter<J> {
         self.pairs += 1;
         self.container.insert::<J::Value, J::Combiner>(key, value);
     }
+
+    #[inline(always)]
+    fn prefetch(&mut self, key: <J::Key as Key>::Ref<'_>) {
+        self.container.prefetch(key);
+    }
 }
 
 impl Runtime {

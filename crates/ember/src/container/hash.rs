@@ -1,28 +1,22 @@
-//! The hash container: per worker, one hashbrown table per partition, keys
-//! copied on first insert, combiner applied at insert.
-//!
-//! hashbrown's `HashTable` is used as is: its SIMD group probing beat our
-//! linear-probing prototype, and it lets us keep the key's hash out of the
-//! entry (an inline [`Bytes`](crate::Bytes) key plus a `u64` count is a
-//! 32-byte entry, as in the C reference).
-
-use hashbrown::hash_table::{Entry, HashTable};
+//! The hash container: per worker, one open-addressing [`Table`] per
+//! partition; keys copied on first insert, combiner applied at insert.
 
 use super::partition_of;
+use super::table::Table;
 use crate::combine::Combiner;
 use crate::key::Key;
 
 /// One worker's hash container.
 pub(crate) struct HashContainer<K, S> {
-    parts: Vec<HashTable<(K, S)>>,
+    parts: Vec<Table<K, S>>,
 }
 
 impl<K: Key, S> HashContainer<K, S> {
-    /// A container with `partitions` tables of `capacity` entries each.
+    /// A container with `partitions` tables of room for `capacity` keys each.
     pub(crate) fn new(partitions: usize, capacity: usize) -> Self {
         HashContainer {
             parts: (0..partitions)
-                .map(|_| HashTable::with_capacity(capacity))
+                .map(|_| Table::with_capacity(capacity))
                 .collect(),
         }
     }
@@ -33,17 +27,18 @@ impl<K: Key, S> HashContainer<K, S> {
         let probe = K::probe(key);
         let hash = K::probe_hash(&probe);
         let n = self.parts.len();
-        let table = &mut self.parts[partition_of(hash, n)];
-        match table.entry(hash, |e| e.0.matches(&probe), |e| e.0.hash_owned()) {
-            Entry::Occupied(mut o) => C::add(&mut o.get_mut().1, value),
-            Entry::Vacant(v) => {
-                v.insert((K::from_probe(&probe), C::init(value)));
-            }
-        }
+        self.parts[partition_of(hash, n)].upsert(&probe, hash, value, C::init, C::add);
+    }
+
+    /// Starts loading the slot of a key about to be inserted.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, key: K::Ref<'_>) {
+        let hash = K::probe_hash(&K::probe(key));
+        self.parts[partition_of(hash, self.parts.len())].prefetch(hash);
     }
 
     /// Hands the partitions over to reduce.
-    pub(crate) fn into_partitions(self) -> Vec<HashTable<(K, S)>> {
+    pub(crate) fn into_partitions(self) -> Vec<Table<K, S>> {
         self.parts
     }
 }
@@ -52,21 +47,15 @@ impl<K: Key, S> HashContainer<K, S> {
 /// states of keys several workers saw. The largest table is the base, so the
 /// fewest entries move.
 pub(crate) fn join<K: Key, V, C: Combiner<V>>(
-    mut tables: Vec<HashTable<(K, C::State)>>,
-) -> HashTable<(K, C::State)> {
+    mut tables: Vec<Table<K, C::State>>,
+) -> Table<K, C::State> {
     let Some(largest) = (0..tables.len()).max_by_key(|&i| tables[i].len()) else {
-        return HashTable::new();
+        return Table::with_capacity(0);
     };
     let mut base = tables.swap_remove(largest);
     for table in tables {
-        base.reserve(table.len(), |e| e.0.hash_owned());
         for (k, s) in table {
-            match base.entry(k.hash_owned(), |e| e.0 == k, |e| e.0.hash_owned()) {
-                Entry::Occupied(mut o) => C::merge(&mut o.get_mut().1, s),
-                Entry::Vacant(v) => {
-                    v.insert((k, s));
-                }
-            }
+            base.merge_owned(k, s, C::merge);
         }
     }
     base
@@ -83,13 +72,14 @@ mod tests {
         let mut a = HashContainer::<Bytes, u64>::new(3, 1);
         let mut b = HashContainer::<Bytes, u64>::new(3, 1);
         for w in ["x", "y", "x", "a-much-longer-key-than-16-bytes", "x"] {
+            a.prefetch(w.as_bytes());
             a.insert::<u64, Sum>(w.as_bytes(), 1);
         }
         for w in ["y", "z", "a-much-longer-key-than-16-bytes"] {
             b.insert::<u64, Sum>(w.as_bytes(), 10);
         }
         let (pa, pb) = (a.into_partitions(), b.into_partitions());
-        assert_eq!(pa.iter().map(HashTable::len).sum::<usize>(), 3);
+        assert_eq!(pa.iter().map(Table::len).sum::<usize>(), 3);
         let mut all: Vec<(String, u64)> = pa
             .into_iter()
             .zip(pb)

@@ -16,12 +16,12 @@
 //! hand-over for the reduce side.
 
 pub(crate) mod hash;
+mod table;
 
 /// The partition a key hash belongs to, in `0..partitions`.
 ///
-/// Uses hash bits 40..56, independent of the low bits hashbrown indexes
-/// buckets with and of the top 7 bits it tags slots with, so that
-/// partitioning does not weaken either.
+/// Uses hash bits 40..56, independent of the low bits the tables index
+/// slots with, so that partitioning does not crowd a table's keys together.
 #[inline(always)]
 pub(crate) fn partition_of(hash: u64, partitions: usize) -> usize {
     ((((hash >> 40) & 0xFFFF) * partitions as u64) >> 16) as usize
