@@ -1,7 +1,7 @@
 //! Word count on ember equals the plain sequential count, for any thread
 //! count, split size and input shape.
 
-use ember::{Input, RunOptions, Runtime};
+use ember::{ContainerKind, Input, RunOptions, Runtime};
 use ember_apps::text::{text, TextSpec};
 use ember_apps::wordcount::{sequential, WordCount};
 use proptest::prelude::*;
@@ -15,9 +15,27 @@ fn runtimes() -> Vec<Runtime> {
         .collect()
 }
 
+/// Containers that can hold word count's keys.
+const CONTAINERS: [ContainerKind; 4] = [
+    ContainerKind::Auto,
+    ContainerKind::Hash,
+    ContainerKind::HashTree,
+    ContainerKind::Append,
+];
+
 fn count(rt: &Runtime, input: &Input<'_>, split: Option<usize>) -> Vec<(Vec<u8>, u64)> {
+    count_in(rt, input, split, ContainerKind::Auto)
+}
+
+fn count_in(
+    rt: &Runtime,
+    input: &Input<'_>,
+    split: Option<usize>,
+    container: ContainerKind,
+) -> Vec<(Vec<u8>, u64)> {
     let opts = RunOptions {
         split_size: split,
+        container: Some(container),
         ..Default::default()
     };
     rt.run_with(&WordCount::new(), input, &opts)
@@ -95,6 +113,17 @@ proptest! {
     }
 
     #[test]
+    fn every_container_gives_the_same_counts(data in messy_text(), split in 1usize..64) {
+        let want = sequential(&[&data]);
+        let input = Input::bytes(&data);
+        for rt in &runtimes()[..3] {
+            for c in CONTAINERS {
+                prop_assert_eq!(&count_in(rt, &input, Some(split), c), &want, "{} {}", rt.threads(), c);
+            }
+        }
+    }
+
+    #[test]
     fn equals_sequential_on_many_files(parts in proptest::collection::vec(messy_text(), 1..5)) {
         let rts = runtimes();
         let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
@@ -159,4 +188,87 @@ fn top_k_is_the_head_of_the_full_order() {
     assert!(full
         .windows(2)
         .all(|w| w[0].1 > w[1].1 || (w[0].1 == w[1].1 && w[0].0 < w[1].0)));
+}
+
+#[test]
+fn generated_corpus_in_every_container() {
+    let data = text(&TextSpec {
+        size: 1 << 20,
+        vocab: 20_000,
+        zipf: 1.0,
+        seed: 4,
+    });
+    let want = sequential(&[&data]);
+    let input = Input::bytes(&data);
+    for rt in &runtimes()[..3] {
+        for c in CONTAINERS {
+            for split in [Some(1000), None] {
+                assert_eq!(count_in(rt, &input, split, c), want, "{} {c}", rt.threads());
+            }
+        }
+    }
+}
+
+#[test]
+fn containers_that_cannot_hold_words_are_refused() {
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    for (c, msg) in [
+        (
+            ContainerKind::Array,
+            "the array container needs a job with dense integer keys",
+        ),
+        (
+            ContainerKind::Unique,
+            "the unique container needs a job that declares unique keys",
+        ),
+    ] {
+        let opts = RunOptions {
+            container: Some(c),
+            ..Default::default()
+        };
+        let e = rt
+            .run_with(&WordCount::new(), &Input::bytes(b"a b"), &opts)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains(msg), "{e}");
+    }
+}
+
+/// All the repetition in the first 10% of the input, unique words after:
+/// sampling from several places must not be fooled into a container that
+/// blows up, and must lose or double no pair.
+#[test]
+fn skewed_input_is_predicted_sanely_and_counted_once() {
+    let mut data = b"the same words again and again ".repeat(3000);
+    for i in 0..90_000u32 {
+        let w: String = format!("{i:x}")
+            .chars()
+            .map(|c| (b'a' + c.to_digit(16).unwrap() as u8) as char)
+            .collect();
+        data.extend_from_slice(w.as_bytes());
+        data.push(b' ');
+    }
+    let want = sequential(&[&data]);
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let opts = RunOptions {
+        split_size: Some(4096),
+        ..Default::default()
+    };
+    let out = rt
+        .run_with(&WordCount::new(), &Input::bytes(&data), &opts)
+        .unwrap();
+    let got: Vec<(Vec<u8>, u64)> = out
+        .pairs
+        .into_iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v))
+        .collect();
+    assert_eq!(got, want);
+    let s = &out.stats;
+    let predicted = s.predicted_keys_per_worker.expect("large enough to sample");
+    // Within 4x of what each worker really held, either way.
+    let actual = s.actual_keys_per_worker.max(1);
+    assert!(
+        predicted <= actual * 4 && actual <= predicted * 4,
+        "predicted {predicted}, actual {actual}"
+    );
 }

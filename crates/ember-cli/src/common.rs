@@ -17,6 +17,9 @@ pub(crate) struct RunArgs {
     /// Target split size, e.g. 1MiB (default: fitted to the input).
     #[arg(long, value_parser = parse_size)]
     pub(crate) split_size: Option<u64>,
+    /// Intermediate container: auto, hash, hash_tree, array, append, unique.
+    #[arg(long, default_value = "auto")]
+    pub(crate) container: ember::ContainerKind,
     /// Print the phase breakdown to standard error.
     #[arg(long)]
     pub(crate) stats: bool,
@@ -39,6 +42,7 @@ impl RunArgs {
     pub(crate) fn options(&self) -> ember::RunOptions {
         ember::RunOptions {
             split_size: self.split_size.map(|s| s as usize),
+            container: Some(self.container),
             ..Default::default()
         }
     }

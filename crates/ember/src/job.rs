@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 
 use crate::combine::Combiner;
+use crate::container::{ContainerKind, KeyHint};
 use crate::key::Key;
 
 /// Where the input may be cut into splits without cutting a record in two.
@@ -105,6 +106,18 @@ pub trait Job: Sync {
     /// Where the input may be cut. Lines by default.
     fn records(&self) -> Records {
         Records::Lines
+    }
+
+    /// What the job knows about its keys (dense integers, unique, or
+    /// nothing): lets the runtime use the array or unique container.
+    fn keys(&self) -> KeyHint {
+        KeyHint::Unknown
+    }
+
+    /// The intermediate container; `Auto` (the default) lets the runtime
+    /// choose by the key hint and a sample of the input.
+    fn container(&self) -> ContainerKind {
+        ContainerKind::Auto
     }
 
     /// Maps one split, emitting pairs.

@@ -8,6 +8,7 @@
 //! sees the key (Metis' *keycopy*). The owned form is what reduce and the
 //! output see.
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -16,9 +17,12 @@ use std::fmt;
 /// The contract, relied on by every container:
 /// `Key::probe_hash(&Key::probe(r)) == Key::from_probe(&Key::probe(r)).hash_owned()`,
 /// and `k.matches(&Key::probe(r))` exactly when `k == Key::from_probe(&Key::probe(r))`.
-pub trait Key: Ord + Send + Sync + Sized + 'static {
+pub trait Key: Ord + Send + Sync + Sized + Borrow<Self::Borrowed> + 'static {
     /// The form `map` emits: cheap to build, usually borrowed from the input.
     type Ref<'a>: Copy;
+    /// The borrowed form ordered trees look keys up by (`[u8]` for
+    /// [`Bytes`]); ordered exactly as the key.
+    type Borrowed: ?Sized + Ord;
     /// The form a container looks a key up with: computed once per emit.
     type Probe<'a>;
 
@@ -33,6 +37,21 @@ pub trait Key: Ord + Send + Sync + Sized + 'static {
     fn from_probe(p: &Self::Probe<'_>) -> Self;
     /// The hash of an owned key; equal to the hash of its probe.
     fn hash_owned(&self) -> u64;
+    /// An emitted key in its borrowed form.
+    fn borrow_ref<'a>(r: &'a Self::Ref<'_>) -> &'a Self::Borrowed;
+
+    /// For integer keys: the key as an array index (the array container),
+    /// `None` if it is negative or not an integer key.
+    #[inline(always)]
+    fn as_index(r: Self::Ref<'_>) -> Option<usize> {
+        let _ = r;
+        None
+    }
+    /// The key at an array index: the inverse of [`Key::as_index`].
+    fn from_index(i: usize) -> Option<Self> {
+        let _ = i;
+        None
+    }
 }
 
 /// Mixes two words into one 64-bit hash (the folded 128-bit multiply of
@@ -57,6 +76,7 @@ macro_rules! int_key {
     ($($t:ty),*) => {$(
         impl Key for $t {
             type Ref<'a> = $t;
+            type Borrowed = $t;
             type Probe<'a> = $t;
             #[inline(always)]
             fn probe<'a>(r: Self::Ref<'a>) -> Self::Probe<'a> { r }
@@ -68,6 +88,11 @@ macro_rules! int_key {
             fn from_probe(p: &$t) -> $t { *p }
             #[inline(always)]
             fn hash_owned(&self) -> u64 { Self::probe_hash(self) }
+            #[inline(always)]
+            fn borrow_ref(r: &$t) -> &$t { r }
+            #[inline(always)]
+            fn as_index(r: $t) -> Option<usize> { usize::try_from(r).ok() }
+            fn from_index(i: usize) -> Option<$t> { <$t>::try_from(i).ok() }
         }
     )*};
 }
@@ -165,8 +190,15 @@ fn hash_long(s: &[u8]) -> u64 {
     hash_words(a ^ h, b, s.len() as u64)
 }
 
+impl Borrow<[u8]> for Bytes {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
 impl Key for Bytes {
     type Ref<'a> = &'a [u8];
+    type Borrowed = [u8];
     type Probe<'a> = BytesProbe<'a>;
 
     #[inline(always)]
@@ -228,12 +260,18 @@ impl Key for Bytes {
             Repr::Heap(b) => hash_long(b),
         }
     }
+
+    #[inline(always)]
+    fn borrow_ref<'a>(r: &'a &[u8]) -> &'a [u8] {
+        r
+    }
 }
 
 /// Fixed-size byte keys (for example the 10-byte keys of sort records),
 /// ordered as byte strings.
 impl<const N: usize> Key for [u8; N] {
     type Ref<'a> = &'a [u8; N];
+    type Borrowed = [u8; N];
     type Probe<'a> = (&'a [u8; N], u64);
 
     #[inline(always)]
@@ -255,6 +293,10 @@ impl<const N: usize> Key for [u8; N] {
     #[inline]
     fn hash_owned(&self) -> u64 {
         hash_long(self)
+    }
+    #[inline(always)]
+    fn borrow_ref<'a>(r: &'a &[u8; N]) -> &'a [u8; N] {
+        r
     }
 }
 

@@ -43,10 +43,12 @@ mod job;
 mod key;
 mod merge;
 mod pool;
+mod predict;
 mod runtime;
 mod stats;
 
 pub use combine::{Combiner, KeepAll, Max, Min, Sum};
+pub use container::{ContainerKind, KeyHint};
 pub use error::{Error, Phase, Result};
 pub use input::{Input, DEFAULT_SPLIT_SIZE};
 pub use job::{Emit, Job, MapOnlyJob, Records, Split, StateOf};

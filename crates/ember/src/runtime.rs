@@ -22,17 +22,26 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::container::hash::{self, HashContainer};
+use crate::container::append::AppendContainer;
+use crate::container::array::ArrayContainer;
+use crate::container::hash::HashContainer;
+use crate::container::hash_tree::HashTreeContainer;
+use crate::container::unique::UniqueContainer;
+use crate::container::{Container, ContainerKind, Counting, KeyHint};
 use crate::error::{Error, Phase, Result};
 use crate::input::{plan_splits, Input, SplitRange, DEFAULT_SPLIT_SIZE};
-use crate::job::{Emit, Job, MapOnlyJob, Records, Split, StateOf};
+use crate::job::{Job, MapOnlyJob, Records, Split};
 use crate::key::Key;
 use crate::merge;
 use crate::pool::Pool;
+use crate::predict;
 use crate::stats::{secs, Stats};
 
-/// Entries each partition table starts with; tables grow by doubling.
+/// Keys each partition table starts with; tables grow by doubling.
 const INITIAL_CAPACITY: usize = 1024;
+/// A prediction never reserves more than this many keys per worker up front
+/// (tables still grow past it if needed).
+const MAX_RESERVED_KEYS: usize = 1 << 24;
 
 /// A MapReduce runtime: a pool of worker threads and default settings,
 /// reused for any number of jobs.
@@ -87,6 +96,8 @@ pub struct RunOptions {
     /// Return only the first `k` pairs of the output order, found without
     /// sorting the whole output.
     pub top: Option<usize>,
+    /// Force an intermediate container (overrides the job's choice).
+    pub container: Option<ContainerKind>,
 }
 
 /// The result of a run: the output pairs in order, and the stats.
@@ -132,25 +143,6 @@ impl Failure {
     }
 }
 
-/// Emits into a worker's hash container.
-struct HashEmitter<J: Job> {
-    container: HashContainer<J::Key, StateOf<J>>,
-    pairs: u64,
-}
-
-impl<J: Job> Emit<J::Key, J::Value> for HashEmitter<J> {
-    #[inline(always)]
-    fn emit(&mut self, key: <J::Key as Key>::Ref<'_>, value: J::Value) {
-        self.pairs += 1;
-        self.container.insert::<J::Value, J::Combiner>(key, value);
-    }
-
-    #[inline(always)]
-    fn prefetch(&mut self, key: <J::Key as Key>::Ref<'_>) {
-        self.container.prefetch(key);
-    }
-}
-
 impl Runtime {
     /// A builder with default settings.
     pub fn builder() -> RuntimeBuilder {
@@ -160,6 +152,14 @@ impl Runtime {
     /// Worker threads.
     pub fn threads(&self) -> usize {
         self.pool.threads()
+    }
+
+    /// Reduce partitions: a few per worker, so the reduce tasks balance.
+    fn partitions(&self) -> usize {
+        match self.threads() {
+            1 => 1,
+            t => t * 4,
+        }
     }
 
     /// Runs a job over the input; the output is sorted in the job's order.
@@ -175,60 +175,144 @@ impl Runtime {
         opts: &RunOptions,
     ) -> Result<Output<J::Key, J::Out>> {
         let start = Instant::now();
-        let threads = self.threads();
         let splits = self.plan(input, job.records(), opts)?;
-        let split_done = Instant::now();
-
-        // Map: each worker fills its own container.
-        let partitions = if threads == 1 { 1 } else { threads * 4 };
-        let workers = self.map_phase(
-            input,
-            &splits,
-            || HashEmitter::<J> {
-                container: HashContainer::new(partitions, INITIAL_CAPACITY),
-                pairs: 0,
-            },
-            |emitter, _, split| job.map(split, emitter),
-        )?;
-        let map_done = Instant::now();
-
-        // Reduce: partition p of every worker, joined and reduced by one task.
-        let map_tasks = workers.iter().map(|w| w.1).collect();
-        let pairs_emitted = workers.iter().map(|w| w.0.pairs).sum();
-        let mut columns: Vec<Vec<_>> = (0..partitions)
-            .map(|_| Vec::with_capacity(threads))
-            .collect();
-        for (w, _) in workers {
-            for (p, table) in w.container.into_partitions().into_iter().enumerate() {
-                columns[p].push(table);
-            }
+        let mut stats = Stats {
+            threads: self.threads(),
+            input_bytes: input.len() as u64,
+            input_parts: input.parts(),
+            splits: splits.len(),
+            partitions: self.partitions(),
+            split_secs: secs(start.elapsed()),
+            ..Stats::default()
+        };
+        let requested = opts.container.unwrap_or_else(|| job.container());
+        let hint = job.keys();
+        let dense_ok = J::Key::from_index(0).is_some();
+        let dense = match hint {
+            KeyHint::Dense(n) => Some(n),
+            _ => None,
+        };
+        if requested == ContainerKind::Array && !(dense.is_some() && dense_ok) {
+            return Err(Error::Config(
+                "the array container needs a job with dense integer keys (KeyHint::Dense)".into(),
+            ));
         }
-        let reduce_tasks: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
-        let runs: Vec<Result<Run<J>>> = self.pool.install(|| {
-            columns
-                .into_par_iter()
-                .map(|tables| {
-                    if let Some(w) = rayon::current_thread_index() {
-                        reduce_tasks[w].fetch_add(1, Relaxed);
-                    }
-                    catch_unwind(AssertUnwindSafe(|| {
-                        hash::join::<J::Key, J::Value, J::Combiner>(tables)
-                            .into_iter()
-                            .map(|(k, s)| {
-                                let out = job.reduce(&k, s);
-                                (k, out)
-                            })
-                            .collect()
-                    }))
-                    .map_err(|p| Error::panicked(Phase::Reduce, p))
-                })
-                .collect()
-        });
-        let runs = runs.into_iter().collect::<Result<Vec<_>>>()?;
-        let reduce_done = Instant::now();
+        if requested == ContainerKind::Unique && hint != KeyHint::Unique {
+            return Err(Error::Config(
+                "the unique container needs a job that declares unique keys (KeyHint::Unique)"
+                    .into(),
+            ));
+        }
+
+        // Sample when the choice or the sizing depends on it.
+        let needs_sample = match requested {
+            ContainerKind::Auto => !matches!(
+                (hint, dense_ok),
+                (KeyHint::Dense(_), true) | (KeyHint::Unique, _)
+            ),
+            ContainerKind::Hash | ContainerKind::HashTree => true,
+            _ => false,
+        };
+        let sample = if needs_sample {
+            predict::sample_splits(&splits, self.threads())
+        } else {
+            Vec::new()
+        };
+        let partitions = self.partitions();
+        let sample_start = Instant::now();
+        let mut sample_tasks: Vec<u64> = Vec::new();
+        let (sampled, prediction) = if sample.is_empty() {
+            (None, None)
+        } else {
+            let sample_splits: Vec<SplitRange> = sample.iter().map(|&i| splits[i]).collect();
+            let workers = self.map_phase(
+                input,
+                &sample_splits,
+                |_| {
+                    (
+                        Counting::new(HashContainer::<J>::new(partitions, INITIAL_CAPACITY)),
+                        predict::History::new(),
+                    )
+                },
+                |(c, history), _, split| {
+                    job.map(split, c);
+                    history.push((c.pairs, c.inner.distinct() as u64));
+                },
+            )?;
+            let sample_bytes: usize = sample_splits.iter().map(|s| s.end - s.start).sum();
+            let fraction = sample_bytes as f64 / input.len().max(1) as f64;
+            let histories: Vec<_> = workers.iter().map(|w| w.0 .1.clone()).collect();
+            sample_tasks = workers.iter().map(|w| w.1).collect();
+            let prediction = predict::predict(&histories, fraction);
+            let containers: Vec<_> = workers.into_iter().map(|w| w.0 .0).collect();
+            (Some(containers), Some(prediction))
+        };
+        stats.sample_secs = secs(sample_start.elapsed());
+
+        let (kind, reason) = match requested {
+            ContainerKind::Auto => predict::choose(hint, dense_ok, prediction.as_ref()),
+            k => (k, "chosen by the job or the caller".to_string()),
+        };
+        stats.container = kind.name().to_string();
+        stats.container_reason = reason;
+        stats.predicted_keys_per_worker = prediction.as_ref().map(|p| p.keys_per_worker);
+        let predicted = prediction
+            .as_ref()
+            .map_or(0, |p| p.keys_per_worker as usize);
+
+        // The sample's output is kept only by the hash container: the other
+        // kinds map every split, the sampled ones included.
+        let rest: Vec<SplitRange> = match &sampled {
+            Some(_) if kind == ContainerKind::Hash => splits
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| sample.binary_search(i).is_err())
+                .map(|(_, s)| *s)
+                .collect(),
+            _ => splits.clone(),
+        };
+        let runs = match kind {
+            ContainerKind::Hash => {
+                let kept = Mutex::new(sampled.unwrap_or_default());
+                let runs = self.run_in(job, input, &rest, &mut stats, |w| {
+                    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut c = match kept.get_mut(w) {
+                        Some(slot) => {
+                            std::mem::replace(slot, Counting::new(HashContainer::new(1, 0)))
+                        }
+                        None => Counting::new(HashContainer::new(partitions, INITIAL_CAPACITY)),
+                    };
+                    c.inner.reserve(predicted.min(MAX_RESERVED_KEYS));
+                    c
+                })?;
+                // The kept sample's splits were map tasks too.
+                for (t, s) in stats.map_tasks.iter_mut().zip(sample_tasks) {
+                    *t += s;
+                }
+                runs
+            }
+            ContainerKind::HashTree => self.run_in(job, input, &rest, &mut stats, |_| {
+                Counting::new(HashTreeContainer::<J>::new(partitions, predicted))
+            })?,
+            ContainerKind::Array => {
+                let n = dense.unwrap_or(0);
+                self.run_in(job, input, &rest, &mut stats, |_| {
+                    Counting::new(ArrayContainer::<J>::new(n, partitions))
+                })?
+            }
+            ContainerKind::Append => self.run_in(job, input, &rest, &mut stats, |_| {
+                Counting::new(AppendContainer::<J>::new(partitions))
+            })?,
+            ContainerKind::Unique | ContainerKind::Auto => {
+                self.run_in(job, input, &rest, &mut stats, |_| {
+                    Counting::new(UniqueContainer::<J>::new(partitions))
+                })?
+            }
+        };
 
         // Merge: order the output.
-        let distinct_keys = runs.iter().map(Vec::len).sum::<usize>() as u64;
+        let merge_start = Instant::now();
+        stats.distinct_keys = runs.iter().map(Vec::len).sum::<usize>() as u64;
         let cmp = |a: &(J::Key, J::Out), b: &(J::Key, J::Out)| {
             job.order(a, b).then_with(|| a.0.cmp(&b.0))
         };
@@ -237,31 +321,61 @@ impl Runtime {
             None => merge::sort_all(&self.pool, runs, cmp),
         }))
         .map_err(|p| Error::panicked(Phase::Merge, p))?;
-        let end = Instant::now();
-
-        let stats = Stats {
-            threads,
-            input_bytes: input.len() as u64,
-            input_parts: input.parts(),
-            splits: splits.len(),
-            partitions,
-            container: "hash".into(),
-            reduce_skipped: false,
-            split_secs: secs(split_done - start),
-            map_secs: secs(map_done - split_done),
-            reduce_secs: secs(reduce_done - map_done),
-            merge_secs: secs(end - reduce_done),
-            total_secs: secs(end - start),
-            pairs_emitted,
-            distinct_keys,
-            output_pairs: pairs.len() as u64,
-            map_tasks,
-            reduce_tasks: reduce_tasks
-                .into_iter()
-                .map(AtomicU64::into_inner)
-                .collect(),
-        };
+        stats.merge_secs = secs(merge_start.elapsed());
+        stats.output_pairs = pairs.len() as u64;
+        stats.total_secs = secs(start.elapsed());
         Ok(Output { pairs, stats })
+    }
+
+    /// The map and reduce phases with one kind of container: each worker
+    /// gets its container from `container(worker)`, maps the splits it
+    /// pulls, and partition `p` of every container is reduced by one task.
+    /// Adds to the stats' counters and times.
+    fn run_in<J: Job, C: Container<J>>(
+        &self,
+        job: &J,
+        input: &Input<'_>,
+        splits: &[SplitRange],
+        stats: &mut Stats,
+        container: impl Fn(usize) -> Counting<C> + Sync,
+    ) -> Result<Vec<Run<J>>> {
+        let map_start = Instant::now();
+        let workers = self.map_phase(input, splits, container, |c, _, split| job.map(split, c))?;
+        stats.map_secs = secs(map_start.elapsed());
+        stats.map_tasks = workers.iter().map(|w| w.1).collect();
+        stats.pairs_emitted = workers.iter().map(|w| w.0.pairs).sum();
+        let held: usize = workers.iter().map(|w| w.0.inner.distinct()).sum();
+        stats.actual_keys_per_worker = (held / workers.len().max(1)) as u64;
+
+        let reduce_start = Instant::now();
+        let mut columns: Vec<Vec<C::Part>> = (0..self.partitions())
+            .map(|_| Vec::with_capacity(workers.len()))
+            .collect();
+        for (c, _) in workers {
+            for (p, part) in c.inner.into_parts().into_iter().enumerate() {
+                columns[p].push(part);
+            }
+        }
+        let reduce_tasks: Vec<AtomicU64> = (0..self.threads()).map(|_| AtomicU64::new(0)).collect();
+        let runs: Vec<Result<Run<J>>> = self.pool.install(|| {
+            columns
+                .into_par_iter()
+                .map(|parts| {
+                    if let Some(w) = rayon::current_thread_index() {
+                        reduce_tasks[w].fetch_add(1, Relaxed);
+                    }
+                    catch_unwind(AssertUnwindSafe(|| C::reduce(job, parts)))
+                        .map_err(|p| Error::panicked(Phase::Reduce, p))
+                })
+                .collect()
+        });
+        let runs = runs.into_iter().collect::<Result<Vec<_>>>()?;
+        stats.reduce_tasks = reduce_tasks
+            .into_iter()
+            .map(AtomicU64::into_inner)
+            .collect();
+        stats.reduce_secs = secs(reduce_start.elapsed());
+        Ok(runs)
     }
 }
 
@@ -277,11 +391,16 @@ impl Runtime {
         let start = Instant::now();
         let splits = self.plan(input, job.records(), opts)?;
         let split_done = Instant::now();
-        let workers = self.map_phase(input, &splits, Vec::new, |runs, i, split| {
-            let mut out = Vec::new();
-            job.map(split, &mut out);
-            runs.push((i, out));
-        })?;
+        let workers = self.map_phase(
+            input,
+            &splits,
+            |_| Vec::new(),
+            |runs, i, split| {
+                let mut out = Vec::new();
+                job.map(split, &mut out);
+                runs.push((i, out));
+            },
+        )?;
         let map_done = Instant::now();
 
         // Input order first (each split's pairs, splits in order), so that a
@@ -337,7 +456,7 @@ impl Runtime {
     }
 
     /// The map loop shared by every kind of run: each worker makes its own
-    /// state with `new_worker`, then pulls split indices off one atomic
+    /// state with `new_worker(worker_index)`, then pulls split indices off one atomic
     /// counter and calls `map(state, split_index, split)` under
     /// `catch_unwind`. Returns each worker's state and task count, in worker
     /// order.
@@ -345,13 +464,13 @@ impl Runtime {
         &self,
         input: &Input<'_>,
         splits: &[SplitRange],
-        new_worker: impl Fn() -> W + Sync,
+        new_worker: impl Fn(usize) -> W + Sync,
         map: impl Fn(&mut W, usize, Split<'_>) + Sync,
     ) -> Result<Vec<(W, u64)>> {
         let next = AtomicUsize::new(0);
         let failure = Failure::new();
-        let workers = self.pool.broadcast(|_| {
-            let mut state = new_worker();
+        let workers = self.pool.broadcast(|w| {
+            let mut state = new_worker(w);
             let mut tasks = 0;
             while !failure.is_set() {
                 let i = next.fetch_add(1, Relaxed);

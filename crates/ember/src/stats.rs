@@ -20,6 +20,16 @@ pub struct Stats {
     pub partitions: usize,
     /// The intermediate container used.
     pub container: String,
+    /// Why that container (the job's choice, or what the sample showed).
+    pub container_reason: String,
+    /// Distinct keys per worker the sample predicted (when sampled).
+    pub predicted_keys_per_worker: Option<u64>,
+    /// Distinct keys (pairs, for containers that do not group) each worker
+    /// held after the map phase, on average.
+    pub actual_keys_per_worker: u64,
+    /// Seconds spent sampling the input (the sample's map work, when kept,
+    /// counts here rather than in `map_secs`).
+    pub sample_secs: f64,
     /// True for map-only jobs, which skip the reduce phase.
     pub reduce_skipped: bool,
     /// Seconds spent cutting the input into splits.
@@ -60,16 +70,24 @@ impl fmt::Display for Stats {
         };
         writeln!(
             f,
-            "input     {:>10.1} MB in {} part(s), {} splits, {} threads, {} partitions, {} container",
+            "input     {:>10.1} MB in {} part(s), {} splits, {} threads, {} partitions",
             self.input_bytes as f64 / 1e6,
             self.input_parts,
             self.splits,
             self.threads,
             self.partitions,
-            self.container
         )?;
+        writeln!(f, "container {}: {}", self.container, self.container_reason)?;
+        if let Some(p) = self.predicted_keys_per_worker {
+            writeln!(
+                f,
+                "keys      {} per worker predicted by sampling, {} actual",
+                p, self.actual_keys_per_worker
+            )?;
+        }
         for (name, s) in [
             ("split", self.split_secs),
+            ("sample", self.sample_secs),
             ("map", self.map_secs),
             ("reduce", self.reduce_secs),
             ("merge", self.merge_secs),

@@ -1,17 +1,18 @@
 //! The hash container: per worker, one open-addressing [`Table`] per
 //! partition; keys copied on first insert, combiner applied at insert.
 
-use super::partition_of;
 use super::table::Table;
+use super::{partition_of, Container};
 use crate::combine::Combiner;
+use crate::job::{Emit, Job, StateOf};
 use crate::key::Key;
 
 /// One worker's hash container.
-pub(crate) struct HashContainer<K, S> {
-    parts: Vec<Table<K, S>>,
+pub(crate) struct HashContainer<J: Job> {
+    parts: Vec<Table<J::Key, StateOf<J>>>,
 }
 
-impl<K: Key, S> HashContainer<K, S> {
+impl<J: Job> HashContainer<J> {
     /// A container with `partitions` tables of room for `capacity` keys each.
     pub(crate) fn new(partitions: usize, capacity: usize) -> Self {
         HashContainer {
@@ -21,79 +22,65 @@ impl<K: Key, S> HashContainer<K, S> {
         }
     }
 
-    /// Inserts one pair, folding it into the key's state.
+    /// Makes room for `keys` distinct keys in all, spread over the
+    /// partitions, so that the map phase does not grow the tables.
+    pub(crate) fn reserve(&mut self, keys: usize) {
+        let per_part = keys / self.parts.len();
+        for t in &mut self.parts {
+            t.reserve(per_part);
+        }
+    }
+}
+
+impl<J: Job> Emit<J::Key, J::Value> for HashContainer<J> {
     #[inline(always)]
-    pub(crate) fn insert<V, C: Combiner<V, State = S>>(&mut self, key: K::Ref<'_>, value: V) {
-        let probe = K::probe(key);
-        let hash = K::probe_hash(&probe);
+    fn emit(&mut self, key: <J::Key as Key>::Ref<'_>, value: J::Value) {
+        let probe = J::Key::probe(key);
+        let hash = J::Key::probe_hash(&probe);
         let n = self.parts.len();
-        self.parts[partition_of(hash, n)].upsert(&probe, hash, value, C::init, C::add);
+        self.parts[partition_of(hash, n)].upsert(
+            &probe,
+            hash,
+            value,
+            J::Combiner::init,
+            J::Combiner::add,
+        );
     }
 
-    /// Starts loading the slot of a key about to be inserted.
     #[inline(always)]
-    pub(crate) fn prefetch(&self, key: K::Ref<'_>) {
-        let hash = K::probe_hash(&K::probe(key));
+    fn prefetch(&mut self, key: <J::Key as Key>::Ref<'_>) {
+        let hash = J::Key::probe_hash(&J::Key::probe(key));
         self.parts[partition_of(hash, self.parts.len())].prefetch(hash);
     }
+}
 
-    /// Hands the partitions over to reduce.
-    pub(crate) fn into_partitions(self) -> Vec<Table<K, S>> {
+impl<J: Job> Container<J> for HashContainer<J> {
+    type Part = Table<J::Key, StateOf<J>>;
+
+    fn distinct(&self) -> usize {
+        self.parts.iter().map(Table::len).sum()
+    }
+
+    fn into_parts(self) -> Vec<Self::Part> {
         self.parts
     }
-}
 
-/// Joins one partition's tables from every worker into one, merging the
-/// states of keys several workers saw. The largest table is the base, so the
-/// fewest entries move.
-pub(crate) fn join<K: Key, V, C: Combiner<V>>(
-    mut tables: Vec<Table<K, C::State>>,
-) -> Table<K, C::State> {
-    let Some(largest) = (0..tables.len()).max_by_key(|&i| tables[i].len()) else {
-        return Table::with_capacity(0);
-    };
-    let mut base = tables.swap_remove(largest);
-    for table in tables {
-        for (k, s) in table {
-            base.merge_owned(k, s, C::merge);
+    /// Joins the tables into the largest one, so the fewest entries move.
+    fn reduce(job: &J, mut tables: Vec<Self::Part>) -> Vec<(J::Key, J::Out)> {
+        let Some(largest) = (0..tables.len()).max_by_key(|&i| tables[i].len()) else {
+            return Vec::new();
+        };
+        let mut base = tables.swap_remove(largest);
+        for table in tables {
+            for (k, s) in table {
+                base.merge_owned(k, s, J::Combiner::merge);
+            }
         }
-    }
-    base
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::combine::Sum;
-    use crate::key::Bytes;
-
-    #[test]
-    fn counts_and_joins() {
-        let mut a = HashContainer::<Bytes, u64>::new(3, 1);
-        let mut b = HashContainer::<Bytes, u64>::new(3, 1);
-        for w in ["x", "y", "x", "a-much-longer-key-than-16-bytes", "x"] {
-            a.prefetch(w.as_bytes());
-            a.insert::<u64, Sum>(w.as_bytes(), 1);
-        }
-        for w in ["y", "z", "a-much-longer-key-than-16-bytes"] {
-            b.insert::<u64, Sum>(w.as_bytes(), 10);
-        }
-        let (pa, pb) = (a.into_partitions(), b.into_partitions());
-        assert_eq!(pa.iter().map(Table::len).sum::<usize>(), 3);
-        let mut all: Vec<(String, u64)> = pa
-            .into_iter()
-            .zip(pb)
-            .flat_map(|(x, y)| join::<Bytes, u64, Sum>(vec![x, y]))
-            .map(|(k, v)| (String::from_utf8(k.as_bytes().to_vec()).unwrap(), v))
-            .collect();
-        all.sort();
-        let want = [
-            ("a-much-longer-key-than-16-bytes", 11),
-            ("x", 3),
-            ("y", 11),
-            ("z", 10),
-        ];
-        let want: Vec<(String, u64)> = want.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-        assert_eq!(all, want);
+        let mut out = Vec::with_capacity(base.len());
+        out.extend(base.into_iter().map(|(k, s)| {
+            let o = job.reduce(&k, s);
+            (k, o)
+        }));
+        out
     }
 }

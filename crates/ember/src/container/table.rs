@@ -44,6 +44,13 @@ impl<K: Key, S> Table<K, S> {
         Table { slots: v, len: 0 }
     }
 
+    /// Makes room for `keys` keys in all without growing.
+    pub(crate) fn reserve(&mut self, keys: usize) {
+        if keys * MAX_LOAD_DEN > self.slots.len() * MAX_LOAD_NUM {
+            self.rebuild(keys);
+        }
+    }
+
     /// Keys held.
     pub(crate) fn len(&self) -> usize {
         self.len
@@ -113,7 +120,12 @@ impl<K: Key, S> Table<K, S> {
 
     #[cold]
     fn grow(&mut self) {
-        let mut bigger = Table::with_capacity(self.len * 2);
+        self.rebuild(self.len * 2);
+    }
+
+    /// Moves every key into a table with room for `keys`.
+    fn rebuild(&mut self, keys: usize) {
+        let mut bigger = Table::with_capacity(keys);
         for (k, s) in std::mem::take(&mut self.slots).into_iter().flatten() {
             bigger.place_new(k, s);
         }

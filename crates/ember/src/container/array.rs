@@ -1,0 +1,94 @@
+//! The array container: integer keys in a known range `0..n` index a plain
+//! per-worker array of combiner states; no hashing, no key copies
+//! (Phoenix++'s `array_container`). Partition `p` is the `p`-th contiguous
+//! range of indices.
+
+use super::{chunks, Container};
+use crate::combine::Combiner;
+use crate::job::{Emit, Job, StateOf};
+use crate::key::Key;
+
+/// One worker's array container.
+pub(crate) struct ArrayContainer<J: Job> {
+    slots: Vec<Option<StateOf<J>>>,
+    partitions: usize,
+}
+
+impl<J: Job> ArrayContainer<J> {
+    /// Room for keys `0..n`, handed to reduce in `partitions` ranges.
+    pub(crate) fn new(n: usize, partitions: usize) -> Self {
+        let mut slots = Vec::with_capacity(n);
+        slots.resize_with(n, || None);
+        ArrayContainer { slots, partitions }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn out_of_range(index: Option<usize>, n: usize) -> ! {
+    match index {
+        Some(i) => panic!("key {i} is outside the job's declared dense key range 0..{n}"),
+        None => panic!("the array container needs non-negative integer keys"),
+    }
+}
+
+impl<J: Job> Emit<J::Key, J::Value> for ArrayContainer<J> {
+    #[inline(always)]
+    fn emit(&mut self, key: <J::Key as Key>::Ref<'_>, value: J::Value) {
+        let index = J::Key::as_index(key);
+        let n = self.slots.len();
+        match index.and_then(|i| self.slots.get_mut(i)) {
+            Some(Some(s)) => J::Combiner::add(s, value),
+            Some(slot) => *slot = Some(J::Combiner::init(value)),
+            None => out_of_range(index, n),
+        }
+    }
+}
+
+impl<J: Job> Container<J> for ArrayContainer<J> {
+    /// The first index of the range, and the states of the range.
+    type Part = (usize, Vec<Option<StateOf<J>>>);
+
+    fn distinct(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+
+    fn into_parts(self) -> Vec<Self::Part> {
+        let mut start = 0;
+        chunks(self.slots, self.partitions)
+            .into_iter()
+            .map(|c| {
+                let first = start;
+                start += c.len();
+                (first, c)
+            })
+            .collect()
+    }
+
+    fn reduce(job: &J, parts: Vec<Self::Part>) -> Vec<(J::Key, J::Out)> {
+        let mut parts = parts.into_iter();
+        let Some((start, mut base)) = parts.next() else {
+            return Vec::new();
+        };
+        for (_, other) in parts {
+            for (b, s) in base.iter_mut().zip(other) {
+                match (b.as_mut(), s) {
+                    (Some(b), Some(s)) => J::Combiner::merge(b, s),
+                    (None, s) => *b = s,
+                    (Some(_), None) => {}
+                }
+            }
+        }
+        base.into_iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let key = J::Key::from_index(start + i)
+                    .expect("the key type was checked to be an integer");
+                s.map(|s| {
+                    let o = job.reduce(&key, s);
+                    (key, o)
+                })
+            })
+            .collect()
+    }
+}
