@@ -20,6 +20,17 @@ pub(crate) struct RunArgs {
     /// Intermediate container: auto, hash, hash_tree, array, append, unique.
     #[arg(long, default_value = "auto")]
     pub(crate) container: ember::ContainerKind,
+    /// How to read input files: auto (mmap if they fit comfortably in
+    /// memory, else chunked), mmap, or chunked (plain reads, bounded memory).
+    #[arg(long, default_value = "auto", value_parser = parse_ingest)]
+    pub(crate) ingest: ember::Ingest,
+    /// Bytes per ingest chunk for chunked reading (and standard input).
+    #[arg(long, value_parser = parse_size, default_value = "64MiB")]
+    pub(crate) chunk_size: u64,
+    /// Chunk buffers for chunked reading: the reader runs this many minus
+    /// one chunks ahead of the mappers.
+    #[arg(long, default_value_t = ember::DEFAULT_CHUNK_BUFFERS)]
+    pub(crate) chunk_buffers: usize,
     /// Print the phase breakdown to standard error.
     #[arg(long)]
     pub(crate) stats: bool,
@@ -43,8 +54,20 @@ impl RunArgs {
         ember::RunOptions {
             split_size: self.split_size.map(|s| s as usize),
             container: Some(self.container),
+            chunk_size: Some(self.chunk_size as usize),
+            chunk_buffers: Some(self.chunk_buffers),
             ..Default::default()
         }
+    }
+
+    /// Opens input files as `--ingest` says; `-` alone is standard input
+    /// (always chunked).
+    pub(crate) fn open(&self, files: &[PathBuf]) -> Result<ember::Input<'static>> {
+        need_files(files)?;
+        if files.len() == 1 && files[0] == Path::new("-") {
+            return Ok(ember::Input::reader("<stdin>", std::io::stdin()));
+        }
+        Ok(ember::Input::open(files, self.ingest)?)
     }
 
     /// Prints and/or writes the stats, as asked.
@@ -58,6 +81,16 @@ impl RunArgs {
                 .with_context(|| format!("cannot write '{}'", path.display()))?;
         }
         Ok(())
+    }
+}
+
+/// Parses `--ingest`.
+pub(crate) fn parse_ingest(s: &str) -> Result<ember::Ingest, String> {
+    match s {
+        "auto" => Ok(ember::Ingest::Auto),
+        "mmap" => Ok(ember::Ingest::Mmap),
+        "chunked" => Ok(ember::Ingest::Chunked),
+        _ => Err(format!("unknown ingest mode '{s}' (auto, mmap, chunked)")),
     }
 }
 

@@ -1,6 +1,6 @@
 //! `ember wordcount` and `ember demo`.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -9,7 +9,7 @@ use ember::{Bytes, Input, Output, RunOptions, Runtime};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
 
-use crate::common::{create_output, need_files, parse_size, RunArgs};
+use crate::common::{create_output, parse_size, RunArgs};
 
 /// `ember wordcount`.
 #[derive(ClapArgs)]
@@ -36,20 +36,6 @@ pub(crate) struct DemoArgs {
     size: u64,
     #[command(flatten)]
     run: RunArgs,
-}
-
-/// Reads the inputs: files are memory-mapped; `-` is standard input.
-pub(crate) fn open_inputs(files: &[PathBuf]) -> Result<Input<'static>> {
-    need_files(files)?;
-    if files.len() == 1 && files[0] == std::path::Path::new("-") {
-        let mut data = Vec::new();
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut data)
-            .context("cannot read standard input")?;
-        return Ok(Input::owned("<stdin>", data));
-    }
-    Ok(Input::files(files)?)
 }
 
 /// Counts words; prints the top `k`, optionally writes everything.
@@ -108,7 +94,7 @@ fn count(
 
 /// Runs `ember wordcount`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let input = open_inputs(&a.files)?;
+    let input = a.run.open(&a.files)?;
     let rt = a.run.runtime()?;
     count(&rt, &input, &a.run, a.top, a.output.as_ref())
 }

@@ -1,8 +1,19 @@
-//! Input: byte slices, files (memory-mapped) and lists of files, and their
-//! cutting into splits at record boundaries.
+//! Input: byte slices, files (memory-mapped or streamed) and readers, and
+//! their cutting into splits at record boundaries.
+//!
+//! Two ways in:
+//!
+//! - **in memory** (byte slices, owned buffers, memory-mapped files): the
+//!   whole input is addressable; splits are planned over it up front.
+//! - **streamed** (readers such as standard input, files read with plain
+//!   `read` calls): the input is read in ingest chunks while earlier chunks
+//!   are mapped (see `ingest`), through a bounded number of buffers, so it
+//!   may be larger than memory.
 
 use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use memmap2::Mmap;
 
@@ -23,10 +34,15 @@ struct Part<'a> {
     data: Data<'a>,
 }
 
+/// A reader that can be taken once.
+pub(crate) type Stream = Box<dyn Read + Send>;
+
 enum Data<'a> {
     Borrowed(&'a [u8]),
     Owned(Vec<u8>),
     Mapped(Mmap),
+    /// Read in chunks by one run, which takes the reader; the size, if known.
+    Streamed(Mutex<Option<Stream>>, Option<u64>),
 }
 
 impl Part<'_> {
@@ -35,8 +51,29 @@ impl Part<'_> {
             Data::Borrowed(b) => b,
             Data::Owned(v) => v,
             Data::Mapped(m) => m,
+            Data::Streamed(..) => &[],
         }
     }
+
+    fn len(&self) -> u64 {
+        match &self.data {
+            Data::Streamed(_, len) => len.unwrap_or(0),
+            _ => self.bytes().len() as u64,
+        }
+    }
+}
+
+/// How [`Input::open`] reads files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ingest {
+    /// Memory-map when the files fit comfortably in memory (at most half of
+    /// what the OS reports available), stream them otherwise.
+    #[default]
+    Auto,
+    /// Memory-map every file.
+    Mmap,
+    /// Read every file in chunks with plain reads (bounded memory).
+    Chunked,
 }
 
 impl<'a> Input<'a> {
@@ -60,6 +97,90 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// Input from a reader (for example standard input), read in chunks
+    /// while earlier chunks are mapped. A run takes the reader: running the
+    /// same input twice is an error.
+    pub fn reader(name: impl Into<PathBuf>, reader: impl Read + Send + 'static) -> Input<'static> {
+        Input {
+            parts: vec![Part {
+                name: name.into(),
+                data: Data::Streamed(Mutex::new(Some(Box::new(reader))), None),
+            }],
+        }
+    }
+
+    /// Input from files, read as `how` says. Every file is opened (and
+    /// checked to be a readable file) before this returns.
+    pub fn open<P: AsRef<Path>>(
+        paths: impl IntoIterator<Item = P>,
+        how: Ingest,
+    ) -> Result<Input<'static>> {
+        let paths: Vec<PathBuf> = paths
+            .into_iter()
+            .map(|p| p.as_ref().to_path_buf())
+            .collect();
+        let stream = match how {
+            Ingest::Mmap => false,
+            Ingest::Chunked => true,
+            Ingest::Auto => {
+                let mut total = 0;
+                for p in &paths {
+                    total += std::fs::metadata(p).map_err(|e| Error::io(p, e))?.len();
+                }
+                available_memory().is_some_and(|avail| total > avail / 2)
+            }
+        };
+        if !stream {
+            return Input::files(&paths);
+        }
+        let parts = paths
+            .iter()
+            .map(|p| {
+                let file = open_file(p)?;
+                let len = file.metadata().map_err(|e| Error::io(p, e))?.len();
+                let reader: Stream = Box::new(file);
+                Ok(Part {
+                    name: p.clone(),
+                    data: Data::Streamed(Mutex::new(Some(reader)), Some(len)),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Input { parts })
+    }
+
+    /// True when some part is a memory-mapped file.
+    pub fn is_mapped(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p.data, Data::Mapped(_)))
+    }
+
+    /// True when the input is read in chunks rather than held in memory.
+    pub fn is_streamed(&self) -> bool {
+        self.parts
+            .iter()
+            .any(|p| matches!(p.data, Data::Streamed(..)))
+    }
+
+    /// Takes the readers of a streamed input, with their names.
+    pub(crate) fn take_streams(&self) -> Result<Vec<(PathBuf, Stream)>> {
+        self.parts
+            .iter()
+            .map(|p| match &p.data {
+                Data::Streamed(r, _) => r
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .map(|r| (p.name.clone(), r))
+                    .ok_or_else(|| {
+                        Error::Config(format!(
+                            "'{}' was already read by an earlier run (a streamed input is read once)",
+                            p.name.display()
+                        ))
+                    }),
+                _ => Err(Error::Config("cannot mix streamed and in-memory parts".into())),
+            })
+            .collect()
+    }
+
     /// Input from one file, memory-mapped.
     pub fn file(path: impl AsRef<Path>) -> Result<Input<'static>> {
         Input::files([path])
@@ -75,9 +196,10 @@ impl<'a> Input<'a> {
         Ok(Input { parts })
     }
 
-    /// Total bytes over all parts.
+    /// Total bytes over all parts (for a streamed reader of unknown size,
+    /// only what is known: 0 for standard input).
     pub fn len(&self) -> usize {
-        self.parts.iter().map(|p| p.bytes().len()).sum()
+        self.parts.iter().map(|p| p.len() as usize).sum()
     }
 
     /// True when there are no bytes at all.
@@ -95,13 +217,14 @@ impl<'a> Input<'a> {
         &self.parts[i].name
     }
 
-    /// The bytes of part `i`.
+    /// The bytes of part `i` (empty for a streamed part).
     pub fn part_bytes(&self, i: usize) -> &[u8] {
         self.parts[i].bytes()
     }
 }
 
-fn map_file(path: &Path) -> Result<Part<'static>> {
+/// Opens a file for reading; a directory is an error.
+fn open_file(path: &Path) -> Result<File> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     if meta.is_dir() {
@@ -109,6 +232,20 @@ fn map_file(path: &Path) -> Result<Part<'static>> {
             path: path.to_path_buf(),
         });
     }
+    Ok(file)
+}
+
+/// Bytes of memory the OS reports available (Linux), if it says.
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn map_file(path: &Path) -> Result<Part<'static>> {
+    let file = open_file(path)?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     let data = if meta.len() == 0 {
         // An empty file cannot be mapped; it is a valid, empty part.
         Data::Owned(Vec::new())
@@ -143,25 +280,37 @@ pub(crate) struct SplitRange {
 /// record boundary. Linear in the number of splits plus the bytes scanned to
 /// find boundaries (a boundary search never rescans bytes).
 pub(crate) fn plan_splits(input: &Input<'_>, records: Records, target: usize) -> Vec<SplitRange> {
-    let target = target.max(1);
-    let mut out = Vec::with_capacity(input.len() / target + input.parts());
+    let mut out = Vec::with_capacity(input.len() / target.max(1) + input.parts());
     for (part, p) in input.parts.iter().enumerate() {
-        let data = p.bytes();
-        let mut start = 0;
-        while start < data.len() {
-            let end = match records {
-                Records::Whole => data.len(),
-                _ => next_boundary(data, records, start + target),
-            };
-            out.push(SplitRange { part, start, end });
-            start = end;
-        }
+        plan_slice(p.bytes(), records, target, |start, end| {
+            out.push(SplitRange { part, start, end })
+        });
     }
     out
 }
 
+/// Cuts one slice into pieces of about `target` bytes at record boundaries,
+/// calling `piece(start, end)` for each, in order.
+pub(crate) fn plan_slice(
+    data: &[u8],
+    records: Records,
+    target: usize,
+    mut piece: impl FnMut(usize, usize),
+) {
+    let target = target.max(1);
+    let mut start = 0;
+    while start < data.len() {
+        let end = match records {
+            Records::Whole => data.len(),
+            _ => next_boundary(data, records, start + target),
+        };
+        piece(start, end);
+        start = end;
+    }
+}
+
 /// The first record boundary at or after `pos` (or the end of `data`).
-fn next_boundary(data: &[u8], records: Records, pos: usize) -> usize {
+pub(crate) fn next_boundary(data: &[u8], records: Records, pos: usize) -> usize {
     if pos >= data.len() {
         return data.len();
     }

@@ -90,11 +90,13 @@ pub(crate) fn predict(histories: &[History], fraction: f64) -> Prediction {
     }
 }
 
-/// The container `Auto` picks, and why.
+/// The container `Auto` picks, and why. `unsampled` says why there is no
+/// prediction, when there is none.
 pub(crate) fn choose(
     hint: KeyHint,
     dense_ok: bool,
     p: Option<&Prediction>,
+    unsampled: &str,
 ) -> (ContainerKind, String) {
     match (hint, p) {
         (KeyHint::Dense(n), _) if dense_ok => (
@@ -104,7 +106,7 @@ pub(crate) fn choose(
         (KeyHint::Unique, _) => (ContainerKind::Unique, "the job declares unique keys".into()),
         (_, None) => (
             ContainerKind::Hash,
-            "input too small to sample; hash is the safe default".into(),
+            format!("{unsampled}; hash is the safe default"),
         ),
         (_, Some(p)) if p.repeats < APPEND_BELOW_REPEATS => (
             ContainerKind::Append,
@@ -155,7 +157,7 @@ mod tests {
         assert!((p.beta - 1.0).abs() < 1e-9);
         assert_eq!(p.keys_per_worker, 2000);
         assert_eq!(
-            choose(KeyHint::Unknown, false, Some(&p)).0,
+            choose(KeyHint::Unknown, false, Some(&p), "").0,
             ContainerKind::Append
         );
         // 50 keys seen again and again: beta 0, prediction stays 50.
@@ -164,7 +166,7 @@ mod tests {
         assert_eq!(p.beta, 0.0);
         assert_eq!(p.keys_per_worker, 50);
         assert_eq!(
-            choose(KeyHint::Unknown, false, Some(&p)).0,
+            choose(KeyHint::Unknown, false, Some(&p), "").0,
             ContainerKind::Hash
         );
     }
@@ -172,15 +174,15 @@ mod tests {
     #[test]
     fn hints_decide_before_samples() {
         assert_eq!(
-            choose(KeyHint::Dense(768), true, None).0,
+            choose(KeyHint::Dense(768), true, None, "").0,
             ContainerKind::Array
         );
         assert_eq!(
-            choose(KeyHint::Dense(768), false, None).0,
+            choose(KeyHint::Dense(768), false, None, "").0,
             ContainerKind::Hash
         );
         assert_eq!(
-            choose(KeyHint::Unique, false, None).0,
+            choose(KeyHint::Unique, false, None, "").0,
             ContainerKind::Unique
         );
     }

@@ -29,13 +29,16 @@ use crate::container::hash_tree::HashTreeContainer;
 use crate::container::unique::UniqueContainer;
 use crate::container::{Container, ContainerKind, Counting, KeyHint};
 use crate::error::{Error, Phase, Result};
+use crate::ingest::{
+    plan_chunk, ChunkReader, IngestThread, DEFAULT_CHUNK_BUFFERS, DEFAULT_CHUNK_SIZE,
+};
 use crate::input::{plan_splits, Input, SplitRange, DEFAULT_SPLIT_SIZE};
 use crate::job::{Job, MapOnlyJob, Records, Split};
 use crate::key::Key;
-use crate::merge;
+use crate::merge::{self, MergeKind};
 use crate::pool::Pool;
 use crate::predict;
-use crate::stats::{secs, Stats};
+use crate::stats::{secs, ChunkStats, Stats};
 
 /// Keys each partition table starts with; tables grow by doubling.
 const INITIAL_CAPACITY: usize = 1024;
@@ -47,6 +50,7 @@ const MAX_RESERVED_KEYS: usize = 1 << 24;
 /// reused for any number of jobs.
 pub struct Runtime {
     pool: Pool,
+    ingest: IngestThread,
     split_size: Option<usize>,
 }
 
@@ -83,6 +87,7 @@ impl RuntimeBuilder {
         }
         Ok(Runtime {
             pool: Pool::new(threads)?,
+            ingest: IngestThread::start()?,
             split_size: self.split_size,
         })
     }
@@ -98,6 +103,13 @@ pub struct RunOptions {
     pub top: Option<usize>,
     /// Force an intermediate container (overrides the job's choice).
     pub container: Option<ContainerKind>,
+    /// How the merge phase orders the output (default: p-way).
+    pub merge: Option<MergeKind>,
+    /// Bytes per ingest chunk for a streamed input (default 64 MiB).
+    pub chunk_size: Option<usize>,
+    /// Chunk buffers for a streamed input (default 2: double buffering);
+    /// input memory is about `chunk_buffers x chunk_size`.
+    pub chunk_buffers: Option<usize>,
 }
 
 /// The result of a run: the output pairs in order, and the stats.
@@ -226,8 +238,8 @@ impl Runtime {
         } else {
             let sample_splits: Vec<SplitRange> = sample.iter().map(|&i| splits[i]).collect();
             let workers = self.map_phase(
-                input,
-                &sample_splits,
+                sample_splits.len(),
+                |i| split_in(input, &sample_splits[i]),
                 |_| {
                     (
                         Counting::new(HashContainer::<J>::new(partitions, INITIAL_CAPACITY)),
@@ -250,7 +262,14 @@ impl Runtime {
         stats.sample_secs = secs(sample_start.elapsed());
 
         let (kind, reason) = match requested {
-            ContainerKind::Auto => predict::choose(hint, dense_ok, prediction.as_ref()),
+            ContainerKind::Auto => {
+                let unsampled = if input.is_streamed() {
+                    "streamed input is not sampled"
+                } else {
+                    "input too small to sample"
+                };
+                predict::choose(hint, dense_ok, prediction.as_ref(), unsampled)
+            }
             k => (k, "chosen by the job or the caller".to_string()),
         };
         stats.container = kind.name().to_string();
@@ -269,12 +288,14 @@ impl Runtime {
                 .filter(|(i, _)| sample.binary_search(i).is_err())
                 .map(|(_, s)| *s)
                 .collect(),
-            _ => splits.clone(),
+            _ => splits,
         };
+        let source = self.source(input, rest, job.records(), opts)?;
+        stats.ingest = source.name(input).into();
         let runs = match kind {
             ContainerKind::Hash => {
                 let kept = Mutex::new(sampled.unwrap_or_default());
-                let runs = self.run_in(job, input, &rest, &mut stats, |w| {
+                let runs = self.run_in(job, source, &mut stats, |w| {
                     let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
                     let mut c = match kept.get_mut(w) {
                         Some(slot) => {
@@ -291,20 +312,20 @@ impl Runtime {
                 }
                 runs
             }
-            ContainerKind::HashTree => self.run_in(job, input, &rest, &mut stats, |_| {
+            ContainerKind::HashTree => self.run_in(job, source, &mut stats, |_| {
                 Counting::new(HashTreeContainer::<J>::new(partitions, predicted))
             })?,
             ContainerKind::Array => {
                 let n = dense.unwrap_or(0);
-                self.run_in(job, input, &rest, &mut stats, |_| {
+                self.run_in(job, source, &mut stats, |_| {
                     Counting::new(ArrayContainer::<J>::new(n, partitions))
                 })?
             }
-            ContainerKind::Append => self.run_in(job, input, &rest, &mut stats, |_| {
+            ContainerKind::Append => self.run_in(job, source, &mut stats, |_| {
                 Counting::new(AppendContainer::<J>::new(partitions))
             })?,
             ContainerKind::Unique | ContainerKind::Auto => {
-                self.run_in(job, input, &rest, &mut stats, |_| {
+                self.run_in(job, source, &mut stats, |_| {
                     Counting::new(UniqueContainer::<J>::new(partitions))
                 })?
             }
@@ -316,9 +337,11 @@ impl Runtime {
         let cmp = |a: &(J::Key, J::Out), b: &(J::Key, J::Out)| {
             job.order(a, b).then_with(|| a.0.cmp(&b.0))
         };
+        let merge_kind = opts.merge.unwrap_or_default();
+        stats.merge = merge_kind;
         let pairs = catch_unwind(AssertUnwindSafe(|| match opts.top {
             Some(k) => merge::top_k(&self.pool, runs, k, cmp),
-            None => merge::sort_all(&self.pool, runs, cmp),
+            None => merge::merge(&self.pool, merge_kind, runs, false, cmp),
         }))
         .map_err(|p| Error::panicked(Phase::Merge, p))?;
         stats.merge_secs = secs(merge_start.elapsed());
@@ -334,13 +357,12 @@ impl Runtime {
     fn run_in<J: Job, C: Container<J>>(
         &self,
         job: &J,
-        input: &Input<'_>,
-        splits: &[SplitRange],
+        source: Source<'_, '_>,
         stats: &mut Stats,
         container: impl Fn(usize) -> Counting<C> + Sync,
     ) -> Result<Vec<Run<J>>> {
         let map_start = Instant::now();
-        let workers = self.map_phase(input, splits, container, |c, _, split| job.map(split, c))?;
+        let workers = self.map_source(source, stats, container, |c, _, split| job.map(split, c))?;
         stats.map_secs = secs(map_start.elapsed());
         stats.map_tasks = workers.iter().map(|w| w.1).collect();
         stats.pairs_emitted = workers.iter().map(|w| w.0.pairs).sum();
@@ -390,10 +412,14 @@ impl Runtime {
     ) -> Result<Output<J::Key, J::Value>> {
         let start = Instant::now();
         let splits = self.plan(input, job.records(), opts)?;
+        let splits_len = splits.len();
         let split_done = Instant::now();
-        let workers = self.map_phase(
-            input,
-            &splits,
+        let mut stats = Stats::default();
+        let source = self.source(input, splits, job.records(), opts)?;
+        stats.ingest = source.name(input).into();
+        let workers = self.map_source(
+            source,
+            &mut stats,
             |_| Vec::new(),
             |runs, i, split| {
                 let mut out = Vec::new();
@@ -409,21 +435,27 @@ impl Runtime {
         let mut runs: Vec<(usize, Vec<_>)> = workers.into_iter().flat_map(|w| w.0).collect();
         runs.sort_unstable_by_key(|r| r.0);
         let runs: Vec<Vec<_>> = runs.into_iter().map(|r| r.1).collect();
-        let mut pairs = Vec::with_capacity(runs.iter().map(Vec::len).sum());
-        for run in runs {
-            pairs.extend(run);
-        }
-        if job.sort_output() {
-            self.pool
-                .install(|| pairs.par_sort_by(|a, b| a.0.cmp(&b.0)));
-        }
+        let merge_kind = opts.merge.unwrap_or_default();
+        let pairs = if job.sort_output() {
+            // Runs in split order + a stable merge: equal keys keep input order.
+            let by_key = |a: &(J::Key, J::Value), b: &(J::Key, J::Value)| a.0.cmp(&b.0);
+            merge::merge(&self.pool, merge_kind, runs, true, by_key)
+        } else {
+            runs.into_iter().flatten().collect()
+        };
         let end = Instant::now();
+        let streamed = stats.ingest == "chunked";
         let stats = Stats {
             threads: self.threads(),
-            input_bytes: input.len() as u64,
+            input_bytes: if streamed {
+                stats.input_bytes
+            } else {
+                input.len() as u64
+            },
             input_parts: input.parts(),
-            splits: splits.len(),
+            splits: if streamed { stats.splits } else { splits_len },
             container: "append".into(),
+            merge: merge_kind,
             reduce_skipped: true,
             split_secs: secs(split_done - start),
             map_secs: secs(map_done - split_done),
@@ -432,9 +464,39 @@ impl Runtime {
             pairs_emitted: pairs.len() as u64,
             output_pairs: pairs.len() as u64,
             map_tasks,
-            ..Stats::default()
+            ..stats
         };
         Ok(Output { pairs, stats })
+    }
+
+    /// The map source of a run: the in-memory splits, or a chunk reader
+    /// over the input's streams.
+    fn source<'i, 'a>(
+        &self,
+        input: &'i Input<'a>,
+        splits: Vec<SplitRange>,
+        records: Records,
+        opts: &RunOptions,
+    ) -> Result<Source<'i, 'a>> {
+        if !input.is_streamed() {
+            return Ok(Source::Memory(input, splits));
+        }
+        let chunk_size = opts.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE);
+        let buffers = opts.chunk_buffers.unwrap_or(DEFAULT_CHUNK_BUFFERS);
+        if chunk_size == 0 || buffers == 0 {
+            return Err(Error::Config(
+                "chunk size and chunk buffers must be at least 1".into(),
+            ));
+        }
+        let split_size = opts
+            .split_size
+            .or(self.split_size)
+            .unwrap_or_else(|| default_split_size(chunk_size, self.threads()));
+        Ok(Source::Stream {
+            reader: ChunkReader::new(input.take_streams()?, records, chunk_size),
+            split_size,
+            buffers,
+        })
     }
 
     /// Cuts the input into splits of the run's, else the runtime's, else a
@@ -456,17 +518,19 @@ impl Runtime {
     }
 
     /// The map loop shared by every kind of run: each worker makes its own
-    /// state with `new_worker(worker_index)`, then pulls split indices off one atomic
-    /// counter and calls `map(state, split_index, split)` under
-    /// `catch_unwind`. Returns each worker's state and task count, in worker
-    /// order.
-    fn map_phase<W: Send>(
+    /// state with `new_worker(worker_index)`, then pulls split indices
+    /// `0..n` off one atomic counter and calls `map(state, index,
+    /// split_at(index))` under `catch_unwind`. Returns each worker's state
+    /// and task count, in worker order.
+    fn map_phase<'s, W: Send>(
         &self,
-        input: &Input<'_>,
-        splits: &[SplitRange],
+        n: usize,
+        split_at: impl Fn(usize) -> Split<'s> + Sync,
         new_worker: impl Fn(usize) -> W + Sync,
-        map: impl Fn(&mut W, usize, Split<'_>) + Sync,
+        map: impl Fn(&mut W, usize, Split<'s>) + Sync,
     ) -> Result<Vec<(W, u64)>> {
+        // The next split to hand out; relaxed: it only has to give each
+        // index to one worker, and the broadcast's end orders the results.
         let next = AtomicUsize::new(0);
         let failure = Failure::new();
         let workers = self.pool.broadcast(|w| {
@@ -474,12 +538,10 @@ impl Runtime {
             let mut tasks = 0;
             while !failure.is_set() {
                 let i = next.fetch_add(1, Relaxed);
-                let Some(s) = splits.get(i) else { break };
-                let split = Split {
-                    data: &input.part_bytes(s.part)[s.start..s.end],
-                    part: s.part,
-                    offset: s.start as u64,
-                };
+                if i >= n {
+                    break;
+                }
+                let split = split_at(i);
                 if let Err(p) = catch_unwind(AssertUnwindSafe(|| map(&mut state, i, split))) {
                     failure.record(Error::panicked(Phase::Map, p));
                     break;
@@ -490,6 +552,134 @@ impl Runtime {
         });
         failure.into_result()?;
         Ok(workers)
+    }
+
+    /// The map loop over a source: in-memory splits, or streamed chunks
+    /// (each chunk mapped by every worker into the same per-worker state,
+    /// which persists across chunks, while the ingest thread reads the
+    /// next). `map` gets a split index that grows in input order.
+    fn map_source<W: Send>(
+        &self,
+        source: Source<'_, '_>,
+        stats: &mut Stats,
+        new_worker: impl Fn(usize) -> W + Sync,
+        map: impl Fn(&mut W, usize, Split<'_>) + Sync,
+    ) -> Result<Vec<(W, u64)>> {
+        let (reader, target, buffers) = match source {
+            Source::Memory(input, splits) => {
+                return self.map_phase(
+                    splits.len(),
+                    |i| split_in(input, &splits[i]),
+                    new_worker,
+                    map,
+                );
+            }
+            Source::Stream {
+                reader,
+                split_size,
+                buffers,
+            } => (reader, split_size, buffers),
+        };
+        let records = reader.records();
+        // Counted as chunks arrive (a streamed size may not be known).
+        stats.input_bytes = 0;
+        let (empty_tx, full_rx) = self.ingest.read(reader, buffers)?;
+        let mut workers: Vec<(W, u64)> = Vec::new();
+        let mut base = 0;
+        let mut capacity = vec![0usize; buffers];
+        loop {
+            let wait = Instant::now();
+            let chunk = full_rx
+                .recv()
+                .map_err(|_| Error::Config("the ingest thread stopped".into()))??;
+            stats.read_wait_secs += secs(wait.elapsed());
+            if chunk.segments.is_empty() {
+                break;
+            }
+            let splits = plan_chunk(&chunk, records, target);
+            let bytes: usize = chunk.segments.iter().map(|s| s.end - s.start).sum();
+            let previous = Mutex::new(std::mem::take(&mut workers));
+            let map_start = Instant::now();
+            let split_at = |i: usize| {
+                let (seg, start, end) = splits[i];
+                let seg = chunk.segments[seg];
+                Split {
+                    data: &chunk.data[start..end],
+                    part: seg.part,
+                    offset: seg.offset + (start - seg.start) as u64,
+                }
+            };
+            let state = |w: usize| {
+                let mut prev = previous.lock().unwrap_or_else(|p| p.into_inner());
+                match prev.get_mut(w) {
+                    Some(slot) => std::mem::replace(&mut slot.0, new_worker(w)),
+                    None => new_worker(w),
+                }
+            };
+            let out = self.map_phase(splits.len(), split_at, state, |st, i, split| {
+                map(st, base + i, split)
+            })?;
+            let prev_tasks: Vec<u64> = previous
+                .into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .map(|w| w.1)
+                .collect();
+            workers = out
+                .into_iter()
+                .enumerate()
+                .map(|(w, (st, t))| (st, t + prev_tasks.get(w).copied().unwrap_or(0)))
+                .collect();
+            base += splits.len();
+            stats.splits += splits.len();
+            stats.input_bytes += bytes as u64;
+            stats.chunks.push(ChunkStats {
+                bytes: bytes as u64,
+                read_secs: chunk.read_secs,
+                map_secs: secs(map_start.elapsed()),
+            });
+            stats.read_secs += chunk.read_secs;
+            // Buffers are reused round-robin; their largest sizes add up to
+            // the input memory in use.
+            let slot = (stats.chunks.len() - 1) % buffers;
+            capacity[slot] = capacity[slot].max(chunk.data.capacity());
+            stats.peak_chunk_bytes = capacity.iter().sum::<usize>() as u64;
+            // A failed send means the reader is done: nothing to return.
+            let _ = empty_tx.send(chunk);
+        }
+        Ok(workers)
+    }
+}
+
+/// Where a run's map input comes from.
+enum Source<'i, 'a> {
+    /// An in-memory input and the splits to map.
+    Memory(&'i Input<'a>, Vec<SplitRange>),
+    /// A streamed input, read in chunks.
+    Stream {
+        reader: ChunkReader,
+        split_size: usize,
+        buffers: usize,
+    },
+}
+
+impl Source<'_, '_> {
+    /// How the input is read, for the stats.
+    fn name(&self, input: &Input<'_>) -> &'static str {
+        match self {
+            Source::Stream { .. } => "chunked",
+            Source::Memory(..) if input.is_mapped() => "mmap",
+            Source::Memory(..) => "memory",
+        }
+    }
+}
+
+/// The split a range of an in-memory input is.
+fn split_in<'s>(input: &'s Input<'_>, s: &SplitRange) -> Split<'s> {
+    Split {
+        data: &input.part_bytes(s.part)[s.start..s.end],
+        part: s.part,
+        offset: s.start as u64,
     }
 }
 

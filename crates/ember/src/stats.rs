@@ -5,6 +5,17 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+/// One ingest chunk of a streamed run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ChunkStats {
+    /// Bytes in the chunk.
+    pub bytes: u64,
+    /// Seconds the ingest thread spent reading it.
+    pub read_secs: f64,
+    /// Seconds the workers spent mapping it.
+    pub map_secs: f64,
+}
+
 /// Measurements of one run. Times are wall-clock seconds.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Stats {
@@ -14,6 +25,17 @@ pub struct Stats {
     pub input_bytes: u64,
     /// Input parts (files).
     pub input_parts: usize,
+    /// How the input was read: `memory`, `mmap` or `chunked`.
+    pub ingest: String,
+    /// Per ingest chunk: bytes, read and map seconds (chunked runs).
+    pub chunks: Vec<ChunkStats>,
+    /// Seconds the ingest thread spent reading (chunked runs; overlapped
+    /// with mapping).
+    pub read_secs: f64,
+    /// Seconds the workers waited for a chunk to be read (chunked runs).
+    pub read_wait_secs: f64,
+    /// Input buffer bytes in use at the peak (chunked runs).
+    pub peak_chunk_bytes: u64,
     /// Splits the input was cut into.
     pub splits: usize,
     /// Reduce partitions.
@@ -30,6 +52,8 @@ pub struct Stats {
     /// Seconds spent sampling the input (the sample's map work, when kept,
     /// counts here rather than in `map_secs`).
     pub sample_secs: f64,
+    /// How the output was ordered.
+    pub merge: crate::merge::MergeKind,
     /// True for map-only jobs, which skip the reduce phase.
     pub reduce_skipped: bool,
     /// Seconds spent cutting the input into splits.
@@ -38,7 +62,7 @@ pub struct Stats {
     pub map_secs: f64,
     /// Seconds in the reduce phase.
     pub reduce_secs: f64,
-    /// Seconds in the merge (output sort) phase.
+    /// Seconds in the merge (output ordering) phase.
     pub merge_secs: f64,
     /// Seconds for the whole run.
     pub total_secs: f64,
@@ -77,6 +101,18 @@ impl fmt::Display for Stats {
             self.threads,
             self.partitions,
         )?;
+        if self.ingest == "chunked" {
+            writeln!(
+                f,
+                "ingest    chunked: {} chunks, read {:.3} s (overlapped), waited for input {:.3} s, {:.1} MB of buffers",
+                self.chunks.len(),
+                self.read_secs,
+                self.read_wait_secs,
+                self.peak_chunk_bytes as f64 / 1e6
+            )?;
+        } else {
+            writeln!(f, "ingest    {}", self.ingest)?;
+        }
         writeln!(f, "container {}: {}", self.container, self.container_reason)?;
         if let Some(p) = self.predicted_keys_per_worker {
             writeln!(

@@ -1,0 +1,346 @@
+//! The ingest chunk pipeline (SupMR section III): a streamed input is read
+//! in chunks by one ingest thread while the workers map earlier chunks.
+//!
+//! - **Chunking**: a chunk is filled to about `chunk_size` bytes and then cut
+//!   at the last record boundary; the tail is carried into the next chunk, so
+//!   a record is never split (a record longer than a chunk makes the chunk
+//!   grow until it ends). One large file becomes many chunks (inter-file
+//!   chunking); small files are batched into one chunk until it is full
+//!   (intra-file chunking), each file a segment of its own, so a record
+//!   never spans two files.
+//! - **Buffers**: `buffers` chunk buffers circulate between the reader and
+//!   the mappers: empty ones go to the reader, full ones to the mappers, and
+//!   back. The reader runs ahead by at most `buffers - 1` chunks, so input
+//!   memory stays at about `buffers x chunk_size` whatever the input size.
+//! - **Thread**: the reader is one thread per [`Runtime`](crate::Runtime),
+//!   started on its first streamed run and reused after, so no run creates a
+//!   thread.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::input::{plan_slice, Stream};
+use crate::job::Records;
+
+/// Default bytes per ingest chunk.
+pub const DEFAULT_CHUNK_SIZE: usize = 64 << 20;
+/// Default number of chunk buffers (double buffering).
+pub const DEFAULT_CHUNK_BUFFERS: usize = 2;
+
+/// A run of one part's bytes inside a chunk.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Segment {
+    /// The input part (file) the bytes come from.
+    pub(crate) part: usize,
+    /// Offset of the first byte in that part.
+    pub(crate) offset: u64,
+    /// Range in the chunk's buffer.
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+/// One chunk buffer and what it holds.
+#[derive(Default)]
+pub(crate) struct Chunk {
+    /// The bytes; reused from chunk to chunk.
+    pub(crate) data: Vec<u8>,
+    /// The parts' byte runs in `data`. Empty: the input is exhausted.
+    pub(crate) segments: Vec<Segment>,
+    /// Seconds the reader spent filling it.
+    pub(crate) read_secs: f64,
+}
+
+/// Cuts streams into chunks at record boundaries.
+pub(crate) struct ChunkReader {
+    streams: Vec<(PathBuf, Stream)>,
+    records: Records,
+    chunk_size: usize,
+    /// Current stream.
+    part: usize,
+    /// Offset in the current part of the first carried byte.
+    offset: u64,
+    /// Bytes read past the last boundary, to start the next chunk.
+    carry: Vec<u8>,
+}
+
+impl ChunkReader {
+    pub(crate) fn new(
+        streams: Vec<(PathBuf, Stream)>,
+        records: Records,
+        chunk_size: usize,
+    ) -> Self {
+        ChunkReader {
+            streams,
+            records,
+            chunk_size: chunk_size.max(1),
+            part: 0,
+            offset: 0,
+            carry: Vec::new(),
+        }
+    }
+
+    /// The record format chunks are cut by.
+    pub(crate) fn records(&self) -> Records {
+        self.records
+    }
+
+    /// Fills `chunk` with the next chunk; no segments means the end.
+    pub(crate) fn fill(&mut self, chunk: &mut Chunk) -> Result<()> {
+        chunk.data.clear();
+        chunk.segments.clear();
+        while self.part < self.streams.len() && chunk.data.len() < self.chunk_size {
+            let start = chunk.data.len();
+            chunk.data.append(&mut self.carry);
+            let offset = self.offset;
+            let mut want = self.chunk_size.saturating_sub(chunk.data.len()).max(1);
+            let eof = loop {
+                let (name, stream) = &mut self.streams[self.part];
+                // Room for exactly what is asked, so buffers stay near the
+                // chunk size (read_to_end would otherwise double them).
+                chunk.data.reserve_exact(want);
+                let got = stream
+                    .take(want as u64)
+                    .read_to_end(&mut chunk.data)
+                    .map_err(|e| Error::io(name.clone(), e))?;
+                if got < want {
+                    break true;
+                }
+                // Full: cut at the last record boundary of this segment.
+                let seg = &chunk.data[start..];
+                if let Some(cut) = last_boundary(seg, self.records, offset).filter(|&c| c > 0) {
+                    self.carry.extend_from_slice(&seg[cut..]);
+                    chunk.data.truncate(start + cut);
+                    break false;
+                }
+                // No boundary yet (a record longer than a chunk): read on.
+                want = self.chunk_size;
+            };
+            let end = chunk.data.len();
+            if end > start {
+                chunk.segments.push(Segment {
+                    part: self.part,
+                    offset,
+                    start,
+                    end,
+                });
+            }
+            self.offset = offset + (end - start) as u64;
+            if !eof {
+                break;
+            }
+            self.part += 1;
+            self.offset = 0;
+        }
+        Ok(())
+    }
+}
+
+/// The last record boundary in `seg` (whose first byte is at `offset` in its
+/// part), as an index into `seg`.
+fn last_boundary(seg: &[u8], records: Records, offset: u64) -> Option<usize> {
+    match records {
+        Records::Lines => memchr::memrchr(b'\n', seg).map(|i| i + 1),
+        Records::Separator(is_sep) => seg.iter().rposition(|&b| is_sep(b)),
+        Records::Fixed(n) => {
+            let n = n.max(1) as u64;
+            let end = offset + seg.len() as u64;
+            Some((end - end % n).saturating_sub(offset) as usize)
+        }
+        Records::Whole => None,
+    }
+}
+
+/// Splits of about `target` bytes over a chunk's segments, as
+/// `(segment, start, end)` with `start..end` indexing the chunk's buffer.
+pub(crate) fn plan_chunk(
+    chunk: &Chunk,
+    records: Records,
+    target: usize,
+) -> Vec<(usize, usize, usize)> {
+    let mut out = Vec::new();
+    for (i, seg) in chunk.segments.iter().enumerate() {
+        plan_slice(&chunk.data[seg.start..seg.end], records, target, |s, e| {
+            out.push((i, seg.start + s, seg.start + e))
+        });
+    }
+    out
+}
+
+type Task = Box<dyn FnOnce() + Send>;
+
+/// The runtime's ingest thread: runs reader loops, one run at a time.
+pub(crate) struct IngestThread {
+    tasks: Mutex<mpsc::Sender<Task>>,
+}
+
+impl IngestThread {
+    /// Starts the thread.
+    pub(crate) fn start() -> Result<Self> {
+        let (tx, rx) = mpsc::channel::<Task>();
+        std::thread::Builder::new()
+            .name("ember-ingest".into())
+            .spawn(move || {
+                for task in rx {
+                    task();
+                }
+            })
+            .map_err(|e| Error::Config(format!("cannot start the ingest thread: {e}")))?;
+        Ok(IngestThread {
+            tasks: Mutex::new(tx),
+        })
+    }
+
+    /// Starts reading `reader`'s chunks into `buffers` circulating buffers.
+    /// Full chunks come out of the returned receiver (an empty chunk or an
+    /// error ends the stream); emptied buffers go back through the sender.
+    pub(crate) fn read(
+        &self,
+        mut reader: ChunkReader,
+        buffers: usize,
+    ) -> Result<(mpsc::Sender<Chunk>, mpsc::Receiver<Result<Chunk>>)> {
+        let (empty_tx, empty_rx) = mpsc::channel::<Chunk>();
+        let (full_tx, full_rx) = mpsc::sync_channel::<Result<Chunk>>(buffers);
+        for _ in 0..buffers.max(1) {
+            empty_tx.send(Chunk::default()).expect("receiver is alive");
+        }
+        let task: Task = Box::new(move || {
+            // Ends when the input ends, on an error, or when the run drops
+            // its side of either channel (it failed or finished).
+            while let Ok(mut chunk) = empty_rx.recv() {
+                let t = Instant::now();
+                let r = reader.fill(&mut chunk);
+                chunk.read_secs = t.elapsed().as_secs_f64();
+                let last = r.is_err() || chunk.segments.is_empty();
+                if full_tx.send(r.map(|()| chunk)).is_err() || last {
+                    break;
+                }
+            }
+        });
+        self.tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(task)
+            .map_err(|_| Error::Config("the ingest thread has stopped".into()))?;
+        Ok((empty_tx, full_rx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn chunks_of(
+        parts: &[Vec<u8>],
+        records: Records,
+        size: usize,
+    ) -> Vec<Vec<(usize, u64, Vec<u8>)>> {
+        let streams = parts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                (
+                    PathBuf::from(format!("p{i}")),
+                    Box::new(std::io::Cursor::new(p.clone())) as Stream,
+                )
+            })
+            .collect();
+        let mut r = ChunkReader::new(streams, records, size);
+        let mut out = Vec::new();
+        loop {
+            let mut c = Chunk::default();
+            r.fill(&mut c).unwrap();
+            if c.segments.is_empty() {
+                return out;
+            }
+            out.push(
+                c.segments
+                    .iter()
+                    .map(|s| (s.part, s.offset, c.data[s.start..s.end].to_vec()))
+                    .collect(),
+            );
+        }
+    }
+
+    proptest! {
+        /// Chunks give back every byte of every part, in order, at its
+        /// offset, cut only at record boundaries.
+        #[test]
+        fn chunks_cover_and_respect_records(
+            parts in proptest::collection::vec("[ab\n]{0,120}", 1..5),
+            size in 1usize..40,
+        ) {
+            let parts: Vec<Vec<u8>> = parts.into_iter().map(String::into_bytes).collect();
+            let chunks = chunks_of(&parts, Records::Lines, size);
+            let mut rebuilt = vec![Vec::new(); parts.len()];
+            for c in &chunks {
+                for (part, offset, bytes) in c {
+                    prop_assert_eq!(*offset as usize, rebuilt[*part].len());
+                    rebuilt[*part].extend_from_slice(bytes);
+                    let end = *offset as usize + bytes.len();
+                    if end < parts[*part].len() {
+                        prop_assert_eq!(parts[*part][end - 1], b'\n');
+                    }
+                }
+            }
+            prop_assert_eq!(rebuilt, parts);
+        }
+
+        #[test]
+        fn fixed_records_stay_whole(len in 0usize..500, n in 1usize..30, size in 1usize..64) {
+            let part: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            for c in chunks_of(std::slice::from_ref(&part), Records::Fixed(n), size) {
+                for (_, offset, bytes) in c {
+                    prop_assert_eq!(offset as usize % n, 0);
+                    let end = offset as usize + bytes.len();
+                    prop_assert!(end == len || end % n == 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn small_files_are_batched_into_one_chunk() {
+        let parts: Vec<Vec<u8>> = (0..10)
+            .map(|i| format!("file {i}\n").into_bytes())
+            .collect();
+        let chunks = chunks_of(&parts, Records::Lines, 1 << 20);
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(chunks[0].len(), 10);
+    }
+
+    #[test]
+    fn a_record_longer_than_a_chunk_grows_the_chunk() {
+        let part = [vec![b'x'; 1000], b"\n".to_vec(), b"ab\n".repeat(100)].concat();
+        let chunks = chunks_of(std::slice::from_ref(&part), Records::Lines, 10);
+        let first = &chunks[0][0].2;
+        assert!(first.len() > 1000 && first.len() < 1020, "{}", first.len());
+        assert!(first.starts_with(&part[..1001]) && first.ends_with(b"\n"));
+        assert!(chunks[1][0].2.len() <= 12);
+    }
+
+    #[test]
+    fn a_failing_reader_is_an_error_naming_it() {
+        struct Failing(usize);
+        impl Read for Failing {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(std::io::Error::other("disk on fire"));
+                }
+                let n = buf.len().min(self.0);
+                buf[..n].fill(b'a');
+                self.0 -= n;
+                Ok(n)
+            }
+        }
+        let streams: Vec<(PathBuf, Stream)> =
+            vec![(PathBuf::from("big.txt"), Box::new(Failing(100)))];
+        let mut r = ChunkReader::new(streams, Records::Lines, 1 << 20);
+        let e = r.fill(&mut Chunk::default()).unwrap_err().to_string();
+        assert_eq!(e, "cannot read 'big.txt': disk on fire");
+    }
+}
