@@ -7,11 +7,14 @@
 use anyhow::Result;
 use clap::Subcommand;
 
+mod ingest;
 mod wordcount;
 
 /// The benchmarks.
 #[derive(Subcommand)]
 pub(crate) enum Bench {
+    /// Read-then-map vs the chunked ingest pipeline on a throttled reader.
+    Ingest(ingest::Args),
     /// Word count vs the single-threaded C reference (reference/wc_baseline.c).
     Wordcount(wordcount::Args),
 }
@@ -19,6 +22,7 @@ pub(crate) enum Bench {
 /// Runs a benchmark.
 pub(crate) fn run(b: Bench) -> Result<()> {
     match b {
+        Bench::Ingest(a) => ingest::run(a),
         Bench::Wordcount(a) => wordcount::run(a),
     }
 }
@@ -49,6 +53,24 @@ pub(crate) fn timed(f: impl FnOnce() -> Result<()>) -> Result<f64> {
     let t = std::time::Instant::now();
     f()?;
     Ok(t.elapsed().as_secs_f64())
+}
+
+/// CPU seconds this process has used so far, user and system (Linux;
+/// 0 elsewhere): for utilization, as CPU time over wall time x threads.
+pub(crate) fn cpu_secs() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name (which is in parentheses): utime and
+    // stime are the 12th and 13th, in clock ticks (100 per second on Linux).
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let f: Vec<f64> = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    f.iter().sum::<f64>() / 100.0
 }
 
 /// The default "all threads" count.
