@@ -21,6 +21,8 @@ use crate::input::SplitRange;
 const SAMPLE_FRACTION: f64 = 0.05;
 /// Below this many splits per worker the input is not sampled.
 const MIN_SPLITS_PER_WORKER: usize = 4;
+/// Pieces each sampled split is mapped in (history points per split).
+pub(crate) const PIECES_PER_SAMPLE: usize = 4;
 /// Pairs per distinct key below which the append container wins.
 const APPEND_BELOW_REPEATS: f64 = 2.0;
 
@@ -63,10 +65,14 @@ pub(crate) fn predict(histories: &[History], fraction: f64) -> Prediction {
     } else {
         pairs as f64 / distinct as f64
     };
-    // beta from each worker's first and last points, weighted by pairs.
+    // beta as the local slope of log distinct over log pairs, from each
+    // worker's middle point to its last, weighted by pairs: the slope at the
+    // largest scale seen, which is the better guide to larger ones (distinct
+    // keys of skewed inputs grow ever slower).
     let (mut num, mut den) = (0.0, 0.0);
     for h in histories {
-        let (Some(&(p0, d0)), Some(&(p1, d1))) = (h.first(), h.last()) else {
+        let (Some(&(p0, d0)), Some(&(p1, d1))) = (h.get(h.len().saturating_sub(1) / 2), h.last())
+        else {
             continue;
         };
         if p1 > p0 && p0 > 0 && d0 > 0 {

@@ -32,7 +32,7 @@ use crate::error::{Error, Phase, Result};
 use crate::ingest::{
     plan_chunk, ChunkReader, IngestThread, DEFAULT_CHUNK_BUFFERS, DEFAULT_CHUNK_SIZE,
 };
-use crate::input::{plan_splits, Input, SplitRange, DEFAULT_SPLIT_SIZE};
+use crate::input::{plan_slice, plan_splits, Input, SplitRange, DEFAULT_SPLIT_SIZE};
 use crate::job::{Job, MapOnlyJob, Records, Split};
 use crate::key::Key;
 use crate::merge::{self, MergeKind};
@@ -45,6 +45,8 @@ const INITIAL_CAPACITY: usize = 1024;
 /// A prediction never reserves more than this many keys per worker up front
 /// (tables still grow past it if needed).
 const MAX_RESERVED_KEYS: usize = 1 << 24;
+/// Nor more than this many times the keys the worker's sample held.
+const RESERVE_CAP: usize = 4;
 
 /// A MapReduce runtime: a pool of worker threads and default settings,
 /// reused for any number of jobs.
@@ -236,7 +238,21 @@ impl Runtime {
         let (sampled, prediction) = if sample.is_empty() {
             (None, None)
         } else {
-            let sample_splits: Vec<SplitRange> = sample.iter().map(|&i| splits[i]).collect();
+            // Each sampled split in a few pieces, so every worker's history
+            // has enough points to measure how distinct keys grow.
+            let mut sample_splits: Vec<SplitRange> = Vec::new();
+            for &i in &sample {
+                let s = splits[i];
+                let bytes = &input.part_bytes(s.part)[s.start..s.end];
+                let piece = bytes.len().div_ceil(predict::PIECES_PER_SAMPLE);
+                plan_slice(bytes, job.records(), piece, |a, b| {
+                    sample_splits.push(SplitRange {
+                        part: s.part,
+                        start: s.start + a,
+                        end: s.start + b,
+                    })
+                });
+            }
             let workers = self.map_phase(
                 sample_splits.len(),
                 |i| split_in(input, &sample_splits[i]),
@@ -303,7 +319,13 @@ impl Runtime {
                         }
                         None => Counting::new(HashContainer::new(partitions, INITIAL_CAPACITY)),
                     };
-                    c.inner.reserve(predicted.min(MAX_RESERVED_KEYS));
+                    // Room for the prediction, but not more than a few times
+                    // what the sample already holds: predictions of skewed
+                    // inputs run high, an oversized table costs cache and TLB
+                    // misses on every insert, and a short one only grows.
+                    let seen = c.inner.distinct().max(INITIAL_CAPACITY);
+                    c.inner
+                        .reserve(predicted.min(seen * RESERVE_CAP).min(MAX_RESERVED_KEYS));
                     c
                 })?;
                 // The kept sample's splits were map tasks too.
