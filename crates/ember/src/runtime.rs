@@ -328,7 +328,9 @@ impl Runtime {
                         .reserve(predicted.min(seen * RESERVE_CAP).min(MAX_RESERVED_KEYS));
                     c
                 })?;
-                // The kept sample's splits were map tasks too.
+                // The kept sample's pieces were map tasks too, and took the
+                // place of the splits they were cut from.
+                stats.splits += sample_tasks.iter().sum::<u64>() as usize - sample.len();
                 for (t, s) in stats.map_tasks.iter_mut().zip(sample_tasks) {
                     *t += s;
                 }
