@@ -7,6 +7,10 @@
 use anyhow::Result;
 use clap::Subcommand;
 
+mod compare;
+mod histogram;
+mod linreg;
+mod strmatch;
 mod wordcount;
 
 /// The benchmarks.
@@ -14,12 +18,21 @@ mod wordcount;
 pub(crate) enum Bench {
     /// Word count vs the single-threaded C reference (reference/wc_baseline.c).
     Wordcount(wordcount::Args),
+    /// Histogram vs the sequential one and a plain memory read of the image.
+    Histogram(histogram::Args),
+    /// Linear regression vs the sequential one and a plain memory read.
+    Linreg(linreg::Args),
+    /// String match vs the sequential one.
+    Strmatch(strmatch::Args),
 }
 
 /// Runs a benchmark.
 pub(crate) fn run(b: Bench) -> Result<()> {
     match b {
         Bench::Wordcount(a) => wordcount::run(a),
+        Bench::Histogram(a) => histogram::run(a),
+        Bench::Linreg(a) => linreg::run(a),
+        Bench::Strmatch(a) => strmatch::run(a),
     }
 }
 
