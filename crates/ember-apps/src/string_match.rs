@@ -33,28 +33,91 @@ fn fold_mul(a: u64, b: u64) -> u64 {
     (full as u64) ^ ((full >> 64) as u64)
 }
 
-/// Hashes a word eight bytes at a time.
-#[inline]
-fn hash_word(word: &[u8]) -> u64 {
+/// Mixes 16 bytes of a word into the hash state.
+#[inline(always)]
+fn mix(h: u64, w0: u64, w1: u64) -> u64 {
     const K0: u64 = 0x243f_6a88_85a3_08d3;
     const K1: u64 = 0x1319_8a2e_0370_7344;
-    let mut h = (word.len() as u64) ^ K0;
-    let mut chunks = word.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        h = fold_mul(h ^ w, K1);
-    }
-    let rest = chunks.remainder();
-    let mut last = [0u8; 8];
-    last[..rest.len()].copy_from_slice(rest);
-    fold_mul(h ^ u64::from_le_bytes(last), K1)
+    fold_mul(h ^ w0 ^ K0, w1 ^ K1)
 }
 
-/// The target words and an open-addressing table of their hashes.
+/// The hash state a word of `len` bytes starts from.
+#[inline(always)]
+fn seed(len: usize) -> u64 {
+    (len as u64).wrapping_mul(0xa409_3822_299f_31d0)
+}
+
+/// `MASKS[n]` keeps the low `n` bytes of a little-endian word.
+const MASKS: [u64; 9] = {
+    let mut m = [0u64; 9];
+    let mut n = 1;
+    while n < 9 {
+        m[n] = u64::MAX >> (64 - 8 * n);
+        n += 1;
+    }
+    m
+};
+
+/// The little-endian word at `data[i..i + 8]`.
+#[inline(always)]
+fn load(data: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes(data[i..i + 8].try_into().expect("8 bytes"))
+}
+
+/// Hashes a word 16 bytes at a time, the last block zero-padded.
+fn hash_word(word: &[u8]) -> u64 {
+    let mut h = seed(word.len());
+    let mut rest = word;
+    while rest.len() > 16 {
+        h = mix(h, load(rest, 0), load(rest, 8));
+        rest = &rest[16..];
+    }
+    let mut last = [0u8; 16];
+    last[..rest.len()].copy_from_slice(rest);
+    mix(h, load(&last, 0), load(&last, 8))
+}
+
+/// [`hash_word`] of `data[start..start + len]`: for a word of at most 16
+/// bytes with 16 bytes readable from `start` (almost every line), two
+/// loads and masks, without branching on the length.
+#[inline(always)]
+fn hash_at(data: &[u8], start: usize, len: usize) -> u64 {
+    if len <= 16 && start + 16 <= data.len() {
+        let w0 = load(data, start) & MASKS[len.min(8)];
+        let w1 = load(data, start + 8) & MASKS[len.saturating_sub(8)];
+        mix(seed(len), w0, w1)
+    } else {
+        hash_word(&data[start..start + len])
+    }
+}
+
+/// The positions of the `\n` bytes of a 64-byte block, as bits. Written
+/// 16 bytes at a time, the shape the compiler turns into a vector compare
+/// and a byte mask (a 64-bit shift per byte does not vectorize well).
+#[inline(always)]
+fn newlines(block: &[u8]) -> u64 {
+    let mut mask = 0;
+    for (g, group) in block.chunks_exact(16).enumerate() {
+        let mut m = 0u16;
+        for (i, &b) in group.iter().enumerate() {
+            m |= u16::from(b == b'\n') << i;
+        }
+        mask |= u64::from(m) << (16 * g);
+    }
+    mask
+}
+
+/// Bits in the filter of target hashes (a one-hash Bloom filter indexed by
+/// the hash's top bits: almost every line is rejected by one bit test).
+const FILTER_BITS: usize = 1 << 12;
+
+/// The target words, a filter of their hashes, and an open-addressing table
+/// of `(hash, target index)`.
 #[derive(Debug, Clone)]
 pub struct Targets {
     words: Vec<Vec<u8>>,
-    /// `(hash, target index)`; `u32::MAX` marks an empty slot.
+    filter: Vec<u64>,
+    /// `u32::MAX` marks an empty slot.
     table: Vec<(u64, u32)>,
     mask: usize,
 }
@@ -90,8 +153,11 @@ impl Targets {
         let slots = (2 * words.len()).next_power_of_two().max(8);
         let mask = slots - 1;
         let mut table = vec![(0, u32::MAX); slots];
+        let mut filter = vec![0u64; FILTER_BITS / 64];
         for (i, w) in words.iter().enumerate() {
             let h = hash_word(w.as_ref());
+            let bit = Self::filter_bit(h);
+            filter[bit / 64] |= 1 << (bit % 64);
             let mut s = h as usize & mask;
             while table[s].1 != u32::MAX {
                 s = (s + 1) & mask;
@@ -100,6 +166,7 @@ impl Targets {
         }
         Ok(Targets {
             words: words.iter().map(|w| w.as_ref().to_vec()).collect(),
+            filter,
             table,
             mask,
         })
@@ -110,10 +177,19 @@ impl Targets {
         &self.words
     }
 
-    /// Calls `found(target index)` for each target equal to `word`.
-    #[inline]
-    fn find(&self, word: &[u8], mut found: impl FnMut(u32)) {
-        let h = hash_word(word);
+    #[inline(always)]
+    fn filter_bit(h: u64) -> usize {
+        (h >> (64 - FILTER_BITS.trailing_zeros())) as usize
+    }
+
+    /// Calls `found(target index)` for each target equal to `word`, whose
+    /// hash is `h`: a filter test, then the table, then the bytes.
+    #[inline(always)]
+    fn find(&self, h: u64, word: &[u8], mut found: impl FnMut(u32)) {
+        let bit = Self::filter_bit(h);
+        if self.filter[bit / 64] & (1 << (bit % 64)) == 0 {
+            return;
+        }
         let mut s = h as usize & self.mask;
         loop {
             let (slot_hash, t) = self.table[s];
@@ -127,23 +203,49 @@ impl Targets {
         }
     }
 
+    /// Calls `found(target index, offset)` if `data[start..end]`, a line
+    /// starting at offset `base + start`, is a target.
+    #[inline(always)]
+    fn line(
+        &self,
+        data: &[u8],
+        start: usize,
+        end: usize,
+        base: u64,
+        found: &mut impl FnMut(u32, u64),
+    ) {
+        let mut len = end - start;
+        if len > 0 && data[end - 1] == b'\r' {
+            len -= 1;
+        }
+        let h = hash_at(data, start, len);
+        self.find(h, &data[start..start + len], |t| {
+            found(t, base + start as u64)
+        });
+    }
+
     /// Calls `found(target index, line offset)` for every matching line of
-    /// `data`, whose first byte is at offset `base`.
+    /// `data`, whose first byte is at offset `base`. Line ends are found 64
+    /// bytes at a time as a bit mask.
     fn scan(&self, data: &[u8], base: u64, mut found: impl FnMut(u32, u64)) {
         let mut start = 0;
-        let mut line = |start: usize, end: usize| {
-            let mut word = &data[start..end];
-            if let [head @ .., b'\r'] = word {
-                word = head;
+        let mut at = 0;
+        for block in data.chunks_exact(64) {
+            let mut ends = newlines(block);
+            while ends != 0 {
+                let end = at + ends.trailing_zeros() as usize;
+                self.line(data, start, end, base, &mut found);
+                start = end + 1;
+                ends &= ends - 1;
             }
-            self.find(word, |t| found(t, base + start as u64));
-        };
-        for end in memchr::memchr_iter(b'\n', data) {
-            line(start, end);
-            start = end + 1;
+            at += 64;
+        }
+        for end in memchr::memchr_iter(b'\n', &data[at..]) {
+            self.line(data, start, at + end, base, &mut found);
+            start = at + end + 1;
         }
         if start < data.len() {
-            line(start, data.len());
+            self.line(data, start, data.len(), base, &mut found);
         }
     }
 }
@@ -354,6 +456,29 @@ mod tests {
         assert_eq!(m[0].len(), PLANTS_PER_WORD);
         assert!(m[1].len() >= PLANTS_PER_WORD);
         assert!(m[2].is_empty());
+    }
+
+    #[test]
+    fn fast_hash_equals_the_plain_one() {
+        let data: Vec<u8> = (0..100u8).map(|i| i.wrapping_mul(37)).collect();
+        for start in 0..data.len() {
+            for len in 0..=(data.len() - start).min(40) {
+                assert_eq!(
+                    hash_at(&data, start, len),
+                    hash_word(&data[start..start + len]),
+                    "{start} {len}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn newline_mask_marks_newlines() {
+        let mut block = [b'a'; 64];
+        for i in [0, 5, 63] {
+            block[i] = b'\n';
+        }
+        assert_eq!(newlines(&block), 1 | 1 << 5 | 1 << 63);
     }
 
     #[test]
