@@ -109,7 +109,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             weighted as f64 / pixels.max(1) as f64,
             ch[mode],
             present().next().map_or("-".into(), |v| v.to_string()),
-            present().last().map_or("-".into(), |v| v.to_string()),
+            present().next_back().map_or("-".into(), |v| v.to_string()),
         )?;
     }
     writeln!(
