@@ -160,8 +160,10 @@ struct Tally {
     totals: Counts,
 }
 
-/// Pixel bytes counted into the `u32` tables between flushes.
-const FLUSH_BYTES: usize = 1 << 30;
+/// Pixel bytes counted into the `u32` tables between flushes: a multiple
+/// of 6 (two pixels), so pieces keep the even/odd alternation, and small
+/// enough that no table entry can pass `u32::MAX`.
+const FLUSH_BYTES: usize = 6 << 27;
 
 impl Tally {
     fn new() -> Self {
