@@ -53,3 +53,12 @@ pub(crate) fn write_blocks(
     }
     Ok(())
 }
+
+/// FNV-1a of some bytes: pins a generator's output in its tests (a change
+/// to a generator changes every benchmark input, so it must be deliberate).
+#[cfg(test)]
+pub(crate) fn checksum(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}

@@ -458,4 +458,17 @@ mod tests {
         // Padding is zero.
         assert!(a[54..].chunks(1000).all(|row| row[999] == 0));
     }
+
+    #[test]
+    fn checksum_is_pinned() {
+        let spec = BmpSpec {
+            width: 101,
+            height: 37,
+            seed: 7,
+        };
+        assert_eq!(
+            blocks::checksum(&bmp(&spec).unwrap()),
+            776_400_157_022_209_987
+        );
+    }
 }

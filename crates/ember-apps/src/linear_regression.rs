@@ -282,4 +282,16 @@ mod tests {
         assert!((fit.a - 19.75).abs() < 0.1, "{fit:?}");
         assert!(points(&PointsSpec { size: 3, seed: 1 }).is_err());
     }
+
+    #[test]
+    fn checksum_is_pinned() {
+        let spec = PointsSpec {
+            size: 100_000,
+            seed: 7,
+        };
+        assert_eq!(
+            blocks::checksum(&points(&spec).unwrap()),
+            8_563_443_075_896_287_629
+        );
+    }
 }

@@ -494,4 +494,16 @@ mod tests {
         let m = sequential(&data, &t);
         assert!(m.iter().all(|offs| offs.len() == 1));
     }
+
+    #[test]
+    fn checksum_is_pinned() {
+        let spec = KeysSpec {
+            size: 100_000,
+            ..KeysSpec::default()
+        };
+        assert_eq!(
+            blocks::checksum(&keys(&spec).unwrap()),
+            11_040_887_101_172_002_011
+        );
+    }
 }
