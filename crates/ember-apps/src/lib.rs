@@ -4,5 +4,9 @@
 
 #![deny(missing_docs, unreachable_pub)]
 
+mod blocks;
+pub mod histogram;
+pub mod linear_regression;
+pub mod string_match;
 pub mod text;
 pub mod wordcount;

@@ -16,6 +16,12 @@ pub(crate) enum Gen {
     /// Text: lines of 8-16 words from a Zipf-distributed vocabulary (word
     /// count, inverted index).
     Text(TextArgs),
+    /// A 24-bit BMP of pseudo-random pixels (histogram).
+    Histogram(crate::histogram::GenArgs),
+    /// Points as pairs of signed bytes around y = x/2 + 20 (linear regression).
+    Linreg(crate::linear_regression::GenArgs),
+    /// A keys file, one random word per line, target words planted (string match).
+    Strmatch(crate::string_match::GenArgs),
 }
 
 /// `ember gen text`.
@@ -66,6 +72,9 @@ pub(crate) fn run(g: Gen) -> Result<()> {
             bar.finish_and_clear();
             Ok(())
         }
+        Gen::Histogram(a) => crate::histogram::gen(a),
+        Gen::Linreg(a) => crate::linear_regression::gen(a),
+        Gen::Strmatch(a) => crate::string_match::gen(a),
     }
 }
 

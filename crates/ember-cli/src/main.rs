@@ -7,6 +7,10 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod common;
 mod gen;
+mod genfile;
+mod histogram;
+mod linear_regression;
+mod string_match;
 mod wordcount;
 
 /// ember: a MapReduce runtime for one large shared-memory machine.
@@ -23,6 +27,12 @@ enum Command {
     Demo(wordcount::DemoArgs),
     /// Count words (runs of ASCII letters, lower-cased) in files.
     Wordcount(wordcount::Args),
+    /// RGB histogram of a 24-bit BMP image.
+    Histogram(histogram::Args),
+    /// Least-squares line through points stored as pairs of signed bytes.
+    LinearRegression(linear_regression::Args),
+    /// Find which lines of a keys file are given target words.
+    StringMatch(string_match::Args),
     /// Generate reproducible inputs for the workloads.
     #[command(subcommand)]
     Gen(gen::Gen),
@@ -37,6 +47,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(a) => wordcount::demo(a),
         Command::Wordcount(a) => wordcount::run(a),
+        Command::Histogram(a) => histogram::run(a),
+        Command::LinearRegression(a) => linear_regression::run(a),
+        Command::StringMatch(a) => string_match::run(a),
         Command::Gen(g) => gen::run(g),
         Command::Bench(b) => bench::run(b),
     };

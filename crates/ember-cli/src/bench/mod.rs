@@ -7,7 +7,11 @@
 use anyhow::Result;
 use clap::Subcommand;
 
+mod compare;
+mod histogram;
 mod ingest;
+mod linreg;
+mod strmatch;
 mod wordcount;
 
 /// The benchmarks.
@@ -17,6 +21,12 @@ pub(crate) enum Bench {
     Ingest(ingest::Args),
     /// Word count vs the single-threaded C reference (reference/wc_baseline.c).
     Wordcount(wordcount::Args),
+    /// Histogram vs the sequential one and a plain memory read of the image.
+    Histogram(histogram::Args),
+    /// Linear regression vs the sequential one and a plain memory read.
+    Linreg(linreg::Args),
+    /// String match vs the sequential one.
+    Strmatch(strmatch::Args),
 }
 
 /// Runs a benchmark.
@@ -24,6 +34,9 @@ pub(crate) fn run(b: Bench) -> Result<()> {
     match b {
         Bench::Ingest(a) => ingest::run(a),
         Bench::Wordcount(a) => wordcount::run(a),
+        Bench::Histogram(a) => histogram::run(a),
+        Bench::Linreg(a) => linreg::run(a),
+        Bench::Strmatch(a) => strmatch::run(a),
     }
 }
 

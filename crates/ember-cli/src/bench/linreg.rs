@@ -1,0 +1,57 @@
+//! `ember bench linreg`: ember vs the sequential linear regression and a
+//! plain memory read of the points.
+
+use anyhow::{ensure, Result};
+use clap::Args as ClapArgs;
+use ember::{Input, RunOptions};
+use ember_apps::linear_regression::{self, PointsSpec};
+
+use super::compare::{compare, Setup};
+use crate::common::parse_size;
+
+/// `ember bench linreg`.
+#[derive(ClapArgs)]
+pub(crate) struct Args {
+    /// Points file size (WORKLOADS.md: 500 MiB).
+    #[arg(long, value_parser = parse_size, default_value = "500MiB")]
+    size: u64,
+    /// Runs of each contender; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Threads for the "all threads" rows (default: all CPUs).
+    #[arg(long, short = 't')]
+    threads: Option<usize>,
+}
+
+/// Runs `ember bench linreg`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let spec = PointsSpec {
+        size: a.size,
+        ..PointsSpec::default()
+    };
+    let file = crate::linear_regression::cached(spec)?;
+    let want = linear_regression::sequential(Input::file(&file)?.part_bytes(0))?;
+    compare(
+        Setup {
+            title: format!(
+                "linear regression, {:.1} MB ({} points)",
+                spec.size as f64 / 1e6,
+                want.n
+            ),
+            file: &file,
+            runs: a.runs,
+            threads: a.threads,
+            memory_read: true,
+        },
+        &|| {
+            let got = linear_regression::sequential(Input::file(&file)?.part_bytes(0))?;
+            ensure!(got == want, "the sequential sums changed between runs");
+            Ok(())
+        },
+        &|rt| {
+            let (got, stats) = crate::linear_regression::sums(rt, &file, &RunOptions::default())?;
+            ensure!(got == want, "ember's sums differ from the sequential ones");
+            Ok(stats)
+        },
+    )
+}

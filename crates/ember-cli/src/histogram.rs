@@ -1,0 +1,122 @@
+//! `ember histogram` and `ember gen histogram`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args as ClapArgs;
+use ember::Input;
+use ember_apps::histogram::{self, BmpSpec, Counts, CHANNELS};
+
+use crate::common::{create_output, RunArgs};
+use crate::genfile;
+
+/// `ember histogram`.
+#[derive(ClapArgs)]
+pub(crate) struct Args {
+    /// A 24-bit uncompressed BMP image.
+    file: PathBuf,
+    /// Write every `channel<TAB>value<TAB>count` (768 lines) to this file
+    /// (`-`: standard output).
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// `ember gen histogram`.
+#[derive(ClapArgs)]
+pub(crate) struct GenArgs {
+    /// Pixels per row.
+    #[arg(long, default_value_t = BmpSpec::default().width)]
+    width: u32,
+    /// Rows.
+    #[arg(long, default_value_t = BmpSpec::default().height)]
+    height: u32,
+    /// Random seed: the same arguments give the same bytes.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Output file (`-` for standard output).
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+}
+
+impl GenArgs {
+    fn spec(&self) -> BmpSpec {
+        BmpSpec {
+            width: self.width,
+            height: self.height,
+            seed: self.seed,
+        }
+    }
+}
+
+/// The generator of `spec`, for [`genfile`].
+fn writer(spec: BmpSpec) -> impl Fn(&mut dyn Write, &mut dyn FnMut(u64)) -> std::io::Result<()> {
+    move |mut w, p| histogram::write_bmp(&spec, &mut w, p)
+}
+
+/// Runs `ember gen histogram`.
+pub(crate) fn gen(a: GenArgs) -> Result<()> {
+    let spec = a.spec();
+    genfile::write_file(&a.out, spec.file_len(), "generating BMP", &writer(spec))
+}
+
+/// Generates (once) a cached image and returns its path.
+pub(crate) fn cached(spec: BmpSpec) -> Result<PathBuf> {
+    let name = format!("bmp-{}x{}-s{}.bmp", spec.width, spec.height, spec.seed);
+    genfile::cached_file(&name, spec.file_len(), "generating BMP", &writer(spec))
+}
+
+/// Runs the job on a file, naming it in errors.
+pub(crate) fn count(
+    rt: &ember::Runtime,
+    file: &Path,
+    opts: &ember::RunOptions,
+) -> Result<(Counts, ember::Stats)> {
+    let input = Input::file(file)?;
+    histogram::run(rt, input.part_bytes(0), opts).with_context(|| format!("'{}'", file.display()))
+}
+
+/// Runs `ember histogram`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let rt = a.run.runtime()?;
+    let (counts, stats) = count(&rt, &a.file, &a.run.options())?;
+    if let Some(path) = &a.output {
+        let mut w = create_output(path)?;
+        for (key, n) in counts.iter().enumerate() {
+            writeln!(w, "{}\t{}\t{n}", CHANNELS[key / 256], key % 256)?;
+        }
+        w.flush()
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "channel       pixels     mean  mode (count)        min value  max value"
+    )?;
+    for (c, name) in CHANNELS.iter().enumerate() {
+        let ch = &counts[c * 256..(c + 1) * 256];
+        let pixels: u64 = ch.iter().sum();
+        let weighted: u64 = ch.iter().enumerate().map(|(v, n)| v as u64 * n).sum();
+        let mode = (0..256)
+            .max_by_key(|&v| (ch[v], std::cmp::Reverse(v)))
+            .unwrap_or(0);
+        let present = || (0..256).filter(|&v| ch[v] > 0);
+        writeln!(
+            out,
+            "{name:<7} {pixels:>12} {:>8.3}  {mode:>3} ({:>10})  {:>10}  {:>9}",
+            weighted as f64 / pixels.max(1) as f64,
+            ch[mode],
+            present().next().map_or("-".into(), |v| v.to_string()),
+            present().next_back().map_or("-".into(), |v| v.to_string()),
+        )?;
+    }
+    writeln!(
+        out,
+        "# {:.1} MB in {:.3} s",
+        stats.input_bytes as f64 / 1e6,
+        stats.total_secs
+    )?;
+    a.run.report(&stats)
+}

@@ -1,0 +1,102 @@
+//! `ember linear-regression` and `ember gen linreg`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args as ClapArgs;
+use ember::Input;
+use ember_apps::linear_regression::{self, PointsSpec, Sums, SUM_NAMES};
+
+use crate::common::{parse_size, RunArgs};
+use crate::genfile;
+
+/// `ember linear-regression`.
+#[derive(ClapArgs)]
+pub(crate) struct Args {
+    /// Points: pairs of signed bytes (x, y).
+    file: PathBuf,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// `ember gen linreg`.
+#[derive(ClapArgs)]
+pub(crate) struct GenArgs {
+    /// Output size, e.g. 500MiB (exact; even: 2 bytes per point).
+    #[arg(long, value_parser = parse_size, default_value = "500MiB")]
+    size: u64,
+    /// Random seed: the same arguments give the same bytes.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Output file (`-` for standard output).
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+}
+
+/// The generator of `spec`, for [`genfile`].
+fn writer(spec: PointsSpec) -> impl Fn(&mut dyn Write, &mut dyn FnMut(u64)) -> std::io::Result<()> {
+    move |mut w, p| linear_regression::write_points(&spec, &mut w, p)
+}
+
+/// Runs `ember gen linreg`.
+pub(crate) fn gen(a: GenArgs) -> Result<()> {
+    let spec = PointsSpec {
+        size: a.size,
+        seed: a.seed,
+    };
+    genfile::write_file(&a.out, spec.size, "generating points", &writer(spec))
+}
+
+/// Generates (once) a cached points file and returns its path.
+pub(crate) fn cached(spec: PointsSpec) -> Result<PathBuf> {
+    let name = format!("points-{}-s{}.bin", spec.size, spec.seed);
+    genfile::cached_file(&name, spec.size, "generating points", &writer(spec))
+}
+
+/// Runs the job on a file, naming it in errors.
+pub(crate) fn sums(
+    rt: &ember::Runtime,
+    file: &Path,
+    opts: &ember::RunOptions,
+) -> Result<(Sums, ember::Stats)> {
+    let input = Input::file(file)?;
+    linear_regression::run(rt, input.part_bytes(0), opts)
+        .with_context(|| format!("'{}'", file.display()))
+}
+
+/// Runs `ember linear-regression`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let rt = a.run.runtime()?;
+    let (sums, stats) = sums(&rt, &a.file, &a.run.options())?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{:<4} {:>22}", "N", sums.n)?;
+    for (name, s) in SUM_NAMES.iter().zip(sums.s) {
+        writeln!(out, "{name:<4} {s:>22}")?;
+    }
+    match sums.fit() {
+        Some(fit) => {
+            writeln!(
+                out,
+                "y = a + b x:  a = {:.6}  b = {:.6}  R^2 = {:.6}",
+                fit.a, fit.b, fit.r2
+            )?;
+        }
+        None => writeln!(
+            out,
+            "no fit: {}",
+            if sums.n == 0 {
+                "no points"
+            } else {
+                "every x is the same"
+            }
+        )?,
+    }
+    writeln!(
+        out,
+        "# {:.1} MB in {:.3} s",
+        stats.input_bytes as f64 / 1e6,
+        stats.total_secs
+    )?;
+    a.run.report(&stats)
+}

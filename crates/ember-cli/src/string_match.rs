@@ -1,0 +1,114 @@
+//! `ember string-match` and `ember gen strmatch`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args as ClapArgs;
+use ember::Input;
+use ember_apps::string_match::{self, KeysSpec, Matches, Targets, DEFAULT_TARGETS};
+
+use crate::common::{parse_size, RunArgs};
+use crate::genfile;
+
+/// `ember string-match`.
+#[derive(ClapArgs)]
+pub(crate) struct Args {
+    /// The keys file: one word per line.
+    file: PathBuf,
+    /// Target words (default: the words `ember gen strmatch` plants).
+    words: Vec<String>,
+    /// Offsets to print per target.
+    #[arg(long, default_value_t = 5)]
+    show: usize,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// `ember gen strmatch`.
+#[derive(ClapArgs)]
+pub(crate) struct GenArgs {
+    /// Output size, e.g. 256MiB (exact).
+    #[arg(long, value_parser = parse_size, default_value = "256MiB")]
+    size: u64,
+    /// Random seed: the same arguments give the same bytes.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Words to plant, each at a few reproducible lines.
+    #[arg(long, value_delimiter = ',', default_values_t = DEFAULT_TARGETS.map(String::from))]
+    plant: Vec<String>,
+    /// Output file (`-` for standard output).
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+}
+
+/// The generator of `spec`, for [`genfile`].
+fn writer(
+    spec: &KeysSpec,
+) -> impl Fn(&mut dyn Write, &mut dyn FnMut(u64)) -> std::io::Result<()> + '_ {
+    move |mut w, p| string_match::write_keys(spec, &mut w, p)
+}
+
+/// Runs `ember gen strmatch`.
+pub(crate) fn gen(a: GenArgs) -> Result<()> {
+    let spec = KeysSpec {
+        size: a.size,
+        seed: a.seed,
+        plant: a.plant,
+    };
+    let write = writer(&spec);
+    genfile::write_file(&a.out, spec.size, "generating keys", &write)
+}
+
+/// Generates (once) a cached keys file with the default plants and returns
+/// its path.
+pub(crate) fn cached(spec: &KeysSpec) -> Result<PathBuf> {
+    let name = format!(
+        "keys-{}-s{}-{}.txt",
+        spec.size,
+        spec.seed,
+        spec.plant.join("-")
+    );
+    genfile::cached_file(&name, spec.size, "generating keys", &writer(spec))
+}
+
+/// Runs the job on a file, naming it in errors.
+pub(crate) fn search(
+    rt: &ember::Runtime,
+    file: &Path,
+    targets: &Targets,
+    opts: &ember::RunOptions,
+) -> Result<(Matches, ember::Stats)> {
+    let input = Input::file(file)?;
+    string_match::run(rt, input.part_bytes(0), targets, opts)
+        .with_context(|| format!("'{}'", file.display()))
+}
+
+/// Runs `ember string-match`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let words: Vec<&str> = if a.words.is_empty() {
+        DEFAULT_TARGETS.to_vec()
+    } else {
+        a.words.iter().map(String::as_str).collect()
+    };
+    let targets = Targets::new(&words)?;
+    let rt = a.run.runtime()?;
+    let (matches, stats) = search(&rt, &a.file, &targets, &a.run.options())?;
+    let mut out = std::io::stdout().lock();
+    for (word, offsets) in words.iter().zip(&matches) {
+        write!(out, "{word}\t{} lines", offsets.len())?;
+        if !offsets.is_empty() && a.show > 0 {
+            let first: Vec<String> = offsets.iter().take(a.show).map(u64::to_string).collect();
+            let more = if offsets.len() > a.show { ", ..." } else { "" };
+            write!(out, "\tat byte {}{more}", first.join(", "))?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(
+        out,
+        "# {:.1} MB in {:.3} s",
+        stats.input_bytes as f64 / 1e6,
+        stats.total_secs
+    )?;
+    a.run.report(&stats)
+}
