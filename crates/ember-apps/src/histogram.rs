@@ -12,7 +12,7 @@
 
 use std::io::{self, Write};
 
-use ember::{Emit, Error, Input, Job, Records, Result, RunOptions, Runtime, Split, Stats, Sum};
+use ember::{Emit, Error, Input, Job, Records, Result, RunOptions, Runtime, Split, Stats, Sum, KeyHint};
 use rand::RngCore;
 
 use crate::blocks;
@@ -239,6 +239,10 @@ impl Job for Histogram {
 
     fn records(&self) -> Records {
         Records::Fixed(self.bmp.stride)
+    }
+
+    fn keys(&self) -> KeyHint {
+        KeyHint::Dense(KEYS)
     }
 
     fn map<E: Emit<u16, u64>>(&self, split: Split<'_>, emit: &mut E) {

@@ -11,7 +11,7 @@
 
 use std::io::{self, Write};
 
-use ember::{Emit, Error, Input, Job, Records, Result, RunOptions, Runtime, Split, Stats, Sum};
+use ember::{Emit, Error, Input, Job, Records, Result, RunOptions, Runtime, Split, Stats, Sum, KeyHint};
 use rand::RngCore;
 
 use crate::blocks;
@@ -136,6 +136,10 @@ impl Job for LinearRegression {
 
     fn records(&self) -> Records {
         Records::Fixed(2)
+    }
+
+    fn keys(&self) -> KeyHint {
+        KeyHint::Dense(5)
     }
 
     fn map<E: Emit<u8, i64>>(&self, split: Split<'_>, emit: &mut E) {

@@ -34,6 +34,20 @@ fn ember_equals_sequential() {
 }
 
 #[test]
+fn every_container_that_holds_its_keys_agrees() {
+    let file = image(333, 50, 9);
+    let want = histogram::sequential(&file).unwrap();
+    let kinds = [grid::ANY_KEY.as_slice(), &[ember::ContainerKind::Array]].concat();
+    grid::for_each_container(&kinds, |rt, opts, label| {
+        let (got, stats) = histogram::run(rt, &file, opts).unwrap();
+        assert_eq!(got[..], want[..], "{label}");
+        if opts.container == Some(ember::ContainerKind::Auto) {
+            assert_eq!(stats.container, "array", "declared dense keys: {label}");
+        }
+    });
+}
+
+#[test]
 fn top_down_images_count_the_same() {
     let mut file = image(7, 9, 8);
     let want = histogram::sequential(&file).unwrap();

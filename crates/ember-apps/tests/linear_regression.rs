@@ -22,6 +22,17 @@ fn ember_equals_sequential() {
 }
 
 #[test]
+fn every_container_that_holds_its_keys_agrees() {
+    let data = linear_regression::points(&PointsSpec { size: 100_002, seed: 8 }).unwrap();
+    let want = linear_regression::sequential(&data).unwrap();
+    let kinds = [grid::ANY_KEY.as_slice(), &[ember::ContainerKind::Array]].concat();
+    grid::for_each_container(&kinds, |rt, opts, label| {
+        let (got, _) = linear_regression::run(rt, &data, opts).unwrap();
+        assert_eq!(got, want, "{label}");
+    });
+}
+
+#[test]
 fn negative_values_are_signed() {
     // (-128, 127), (127, -128), (-1, -1): signed chars, as in Phoenix.
     let data = [0x80, 0x7f, 0x7f, 0x80, 0xff, 0xff];

@@ -2,7 +2,7 @@
 //! with a tiny split size (many splits, records cut as finely as allowed)
 //! and a larger one.
 
-use ember::{RunOptions, Runtime};
+use ember::{ContainerKind, RunOptions, Runtime};
 
 /// Split sizes: tiny, medium, and the runtime's default.
 const SPLIT_SIZES: [Option<usize>; 3] = [Some(64), Some(5000), None];
@@ -21,6 +21,33 @@ pub fn for_each_setting(mut f: impl FnMut(&Runtime, &RunOptions, &str)) {
                 &opts,
                 &format!("{threads} threads, split size {split_size:?}"),
             );
+        }
+    }
+}
+
+/// Containers that can hold any key.
+pub const ANY_KEY: [ContainerKind; 4] = [
+    ContainerKind::Auto,
+    ContainerKind::Hash,
+    ContainerKind::HashTree,
+    ContainerKind::Append,
+];
+
+/// Calls `f(runtime, options, label)` with each container of `kinds`, on 2
+/// and 3 threads, with a tiny and the default split size.
+#[allow(dead_code)] // not every test file sweeps containers
+pub fn for_each_container(kinds: &[ContainerKind], mut f: impl FnMut(&Runtime, &RunOptions, &str)) {
+    for threads in [2, 3] {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        for split_size in [Some(64), None] {
+            for &container in kinds {
+                let opts = RunOptions {
+                    split_size,
+                    container: Some(container),
+                    ..Default::default()
+                };
+                f(&rt, &opts, &format!("{threads} threads, split {split_size:?}, {container}"));
+            }
         }
     }
 }
