@@ -4,5 +4,7 @@
 
 #![deny(missing_docs, unreachable_pub)]
 
+pub mod inverted_index;
+pub mod sort;
 pub mod text;
 pub mod wordcount;
