@@ -161,40 +161,65 @@ impl MapOnlyJob for SortJob {
     }
 }
 
-/// The result of [`sort_with`].
-pub struct Sorted {
-    /// The sorted records.
-    pub records: Vec<u8>,
-    /// Stats of the map-only run (map: keys extracted; merge: the stable
-    /// sort of the pairs).
+/// A sort order computed on ember: the input's `(key, record index)`
+/// pairs, stably sorted by key.
+pub struct Order {
+    /// The pairs in key order.
+    pub pairs: Vec<(SortKey, RecordIndex)>,
+    /// Stats of the map-only run (map: keys extracted; merge: the pairs
+    /// concatenated and stably sorted).
     pub stats: Stats,
-    /// Seconds spent gathering the records in key order.
-    pub gather_secs: f64,
 }
 
-/// Sorts `data` (whole records) on `rt`.
-pub fn sort_with(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<Sorted> {
+impl Order {
+    /// The input's records in this order, gathered into `out` (which must
+    /// hold them exactly) by `threads` threads.
+    pub fn gather_into(&self, data: &[u8], threads: usize, out: &mut [u8]) {
+        gather_into(data, &self.pairs, |p| p.1 as usize, threads, out);
+    }
+
+    /// The input's records in this order, written to `w` (gathered in
+    /// pieces into one reused buffer by `threads` threads).
+    pub fn write(&self, data: &[u8], threads: usize, w: &mut impl Write) -> io::Result<()> {
+        let mut buf = Vec::new();
+        for piece in self.pairs.chunks(WRITE_RECORDS) {
+            buf.resize(piece.len() * RECORD_LEN, 0);
+            gather_into(data, piece, |p| p.1 as usize, threads, &mut buf);
+            w.write_all(&buf)?;
+        }
+        Ok(())
+    }
+}
+
+/// Records gathered per write by [`Order::write`] (16 MB).
+const WRITE_RECORDS: usize = 160_000;
+
+/// Sorts `data` (whole records) on `rt`: the order only; the records are
+/// then gathered with [`Order::gather_into`] or [`Order::write`].
+pub fn sort_order(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<Order> {
     check_records(data)?;
     let out = rt.run_map_only(&SortJob, &Input::bytes(data), opts)?;
-    let start = std::time::Instant::now();
-    let records = gather(data, &out.pairs, |p| p.1 as usize, rt.threads());
-    Ok(Sorted {
-        records,
+    Ok(Order {
+        pairs: out.pairs,
         stats: out.stats,
-        gather_secs: start.elapsed().as_secs_f64(),
     })
 }
 
-/// The records of `data` in the order `order` gives (record `index(o)` for
-/// each `o`), copied by `threads` threads, each filling one contiguous
-/// share of the output.
-pub fn gather<T: Sync>(
+/// Copies the records of `data` into `out` in the order `order` gives
+/// (record `index(o)` for each `o`), with `threads` threads each filling
+/// one contiguous share of `out`.
+///
+/// # Panics
+///
+/// If `out` is not exactly `order.len()` records long.
+pub fn gather_into<T: Sync>(
     data: &[u8],
     order: &[T],
     index: impl Fn(&T) -> usize + Sync,
     threads: usize,
-) -> Vec<u8> {
-    let mut out = vec![0u8; order.len() * RECORD_LEN];
+    out: &mut [u8],
+) {
+    assert_eq!(out.len(), order.len() * RECORD_LEN, "output size");
     let share = order.len().div_ceil(threads.max(1)).max(1);
     let copy = |dst: &mut [u8], order: &[T]| {
         for (d, o) in dst.chunks_exact_mut(RECORD_LEN).zip(order) {
@@ -212,14 +237,14 @@ pub fn gather<T: Sync>(
             copy(dst, ord);
         }
     });
-    out
 }
 
 /// The plain sequential sort, the correctness oracle and the benchmark
-/// baseline: each record's key and index packed into one `u128` (key in
-/// the top 80 bits, index in the low 32, so equal keys order by index),
-/// an unstable sort of those, then the records gathered in order.
-pub fn sequential(data: &[u8]) -> Result<Vec<u8>> {
+/// baseline, into `out` (exactly `data.len()` bytes): each record's key
+/// and index packed into one `u128` (key in the top 80 bits, index in the
+/// low 32, so equal keys order by index), an unstable sort of those, then
+/// the records gathered in order.
+pub fn sequential_into(data: &[u8], out: &mut [u8]) -> Result<()> {
     check_records(data)?;
     let mut keys: Vec<u128> = data
         .chunks_exact(RECORD_LEN)
@@ -231,26 +256,35 @@ pub fn sequential(data: &[u8]) -> Result<Vec<u8>> {
         })
         .collect();
     keys.sort_unstable();
-    Ok(gather(data, &keys, |k| *k as u32 as usize, 1))
+    gather_into(data, &keys, |k| *k as u32 as usize, 1, out);
+    Ok(())
+}
+
+/// [`sequential_into`] a new vector.
+pub fn sequential(data: &[u8]) -> Result<Vec<u8>> {
+    let mut out = vec![0; data.len()];
+    sequential_into(data, &mut out)?;
+    Ok(out)
 }
 
 /// A plain parallel sort of the records themselves, for comparison: the
-/// records copied into a vector of `[u8; 100]` and stably sorted by key
-/// with rayon's `par_sort_by`, on a pool of `threads` threads.
-pub fn parallel_sort(data: &[u8], threads: usize) -> Result<Vec<u8>> {
+/// records copied into `recs` (cleared first; its capacity is reused) and
+/// stably sorted by key with rayon's `par_sort_by`, on `pool`.
+pub fn parallel_sort_into(
+    data: &[u8],
+    pool: &rayon::ThreadPool,
+    recs: &mut Vec<[u8; RECORD_LEN]>,
+) -> Result<()> {
     check_records(data)?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| Error::Config(format!("cannot start {threads} threads: {e}")))?;
-    Ok(pool.install(|| {
-        let mut recs: Vec<[u8; RECORD_LEN]> = data
-            .par_chunks_exact(RECORD_LEN)
-            .map(|r| r.try_into().expect("a whole record"))
-            .collect();
+    recs.clear();
+    pool.install(|| {
+        recs.par_extend(
+            data.par_chunks_exact(RECORD_LEN)
+                .map(|r| <[u8; RECORD_LEN]>::try_from(r).expect("a whole record")),
+        );
         recs.par_sort_by(|a, b| a[..KEY_LEN].cmp(&b[..KEY_LEN]));
-        recs.into_flattened()
-    }))
+    });
+    Ok(())
 }
 
 #[cfg(test)]
@@ -268,7 +302,10 @@ mod tests {
         assert_eq!(data, records(&spec));
         let last = &data[data.len() - RECORD_LEN..];
         assert_eq!(&last[10..12], &[0x00, 0x11]);
-        assert_eq!(&last[12..44], format!("{:032X}", BLOCK_RECORDS + 2).as_bytes());
+        assert_eq!(
+            &last[12..44],
+            format!("{:032X}", BLOCK_RECORDS + 2).as_bytes()
+        );
         assert_eq!(&last[44..48], &[0x88, 0x99, 0xAA, 0xBB]);
         assert_eq!(&last[96..], &[0xCC, 0xDD, 0xEE, 0xFF]);
         assert_ne!(data, records(&SortSpec { seed: 2, ..spec }));

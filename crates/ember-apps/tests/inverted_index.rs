@@ -46,7 +46,12 @@ fn check_all(input: &Input<'_>, docs: Docs) -> Index {
 fn as_strings(index: &Index) -> Vec<(String, Vec<DocId>)> {
     index
         .iter()
-        .map(|(w, ids)| (String::from_utf8(w.as_bytes().to_vec()).unwrap(), ids.clone()))
+        .map(|(w, ids)| {
+            (
+                String::from_utf8(w.as_bytes().to_vec()).unwrap(),
+                ids.clone(),
+            )
+        })
         .collect()
 }
 
@@ -119,12 +124,18 @@ fn files_of_generated_docs() {
     assert_eq!(contents.concat(), text(&spec));
     for c in &contents {
         assert!(c.ends_with(b"\n"));
-        assert!((c.len() as u64).abs_diff(spec.size / 9) < 400, "{}", c.len());
+        assert!(
+            (c.len() as u64).abs_diff(spec.size / 9) < 400,
+            "{}",
+            c.len()
+        );
     }
     let input = Input::files(&files).unwrap();
     let by_file = check_all(&input, Docs::Files);
     // Frequent words occur in every file.
-    assert!(by_file.iter().any(|(_, ids)| ids == &(0..9).collect::<Vec<_>>()));
+    assert!(by_file
+        .iter()
+        .any(|(_, ids)| ids == &(0..9).collect::<Vec<_>>()));
     // Lines numbered across the files.
     let by_line = check_all(&input, Docs::Lines);
     let whole = sequential(&[&text(&spec)], Docs::Lines).unwrap();

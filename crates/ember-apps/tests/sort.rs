@@ -3,7 +3,8 @@
 
 use ember::{Error, RunOptions, Runtime};
 use ember_apps::sort::{
-    check_records, parallel_sort, records, sequential, sort_with, SortSpec, KEY_LEN, RECORD_LEN,
+    check_records, parallel_sort_into, records, sequential, sort_order, SortSpec, KEY_LEN,
+    RECORD_LEN,
 };
 
 const THREADS: [usize; 3] = [1, 2, 7];
@@ -30,23 +31,38 @@ fn assert_sorted_stably(input: &[u8], out: &[u8]) {
     assert!(rows.iter().enumerate().all(|(i, &r)| r == i as u64));
 }
 
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
 fn check_all(data: &[u8]) {
     let want = sequential(data).unwrap();
     assert_sorted_stably(data, &want);
+    let mut recs = Vec::new();
     for threads in THREADS {
-        assert!(parallel_sort(data, threads).unwrap() == want);
+        parallel_sort_into(data, &pool(threads), &mut recs).unwrap();
+        assert!(recs.as_flattened() == want);
         let rt = Runtime::builder().threads(threads).build().unwrap();
         for split_size in SPLITS {
             let opts = RunOptions {
                 split_size,
                 ..Default::default()
             };
-            let got = sort_with(&rt, data, &opts).unwrap();
+            let order = sort_order(&rt, data, &opts).unwrap();
+            assert_eq!(order.stats.output_pairs, (data.len() / RECORD_LEN) as u64);
+            let mut got = vec![0; data.len()];
+            order.gather_into(data, threads, &mut got);
             assert!(
-                got.records == want,
+                got == want,
                 "{threads} threads, split {split_size:?}: ember differs"
             );
-            assert_eq!(got.stats.output_pairs, (data.len() / RECORD_LEN) as u64);
+            // Written in pieces: the same bytes.
+            let mut written = Vec::new();
+            order.write(data, threads, &mut written).unwrap();
+            assert!(written == want);
         }
     }
 }
@@ -87,8 +103,10 @@ fn partial_records_are_rejected() {
     let errors = [
         check_records(&data).unwrap_err(),
         sequential(&data).unwrap_err(),
-        parallel_sort(&data, 2).unwrap_err(),
-        sort_with(&rt, &data, &RunOptions::default()).err().unwrap(),
+        parallel_sort_into(&data, &pool(2), &mut Vec::new()).unwrap_err(),
+        sort_order(&rt, &data, &RunOptions::default())
+            .err()
+            .unwrap(),
     ];
     for e in errors {
         assert!(matches!(e, Error::InvalidInput(_)));
@@ -99,5 +117,8 @@ fn partial_records_are_rejected() {
         );
     }
     let short = sequential(&[0; 99]).unwrap_err().to_string();
-    assert!(short.contains("99 bytes left over after record 0"), "{short}");
+    assert!(
+        short.contains("99 bytes left over after record 0"),
+        "{short}"
+    );
 }

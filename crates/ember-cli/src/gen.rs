@@ -16,6 +16,10 @@ pub(crate) enum Gen {
     /// Text: lines of 8-16 words from a Zipf-distributed vocabulary (word
     /// count, inverted index).
     Text(TextArgs),
+    /// Text cut into N document files at line boundaries (inverted index).
+    Docs(crate::inverted_index::DocsArgs),
+    /// 100-byte records with random 10-byte keys, gensort layout (sort).
+    Sort(crate::sort::GenArgs),
 }
 
 /// `ember gen text`.
@@ -35,11 +39,11 @@ pub(crate) struct TextArgs {
     seed: u64,
     /// Output file (`-` for standard output).
     #[arg(long, short = 'o')]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
 }
 
 impl TextArgs {
-    fn spec(&self) -> Result<TextSpec> {
+    pub(crate) fn spec(&self) -> Result<TextSpec> {
         anyhow::ensure!(self.vocab > 0, "--vocab must be at least 1");
         anyhow::ensure!(
             self.zipf.is_finite() && self.zipf >= 0.0,
@@ -66,6 +70,8 @@ pub(crate) fn run(g: Gen) -> Result<()> {
             bar.finish_and_clear();
             Ok(())
         }
+        Gen::Docs(a) => crate::inverted_index::gen(a),
+        Gen::Sort(a) => crate::sort::gen(a),
     }
 }
 

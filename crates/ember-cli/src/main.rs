@@ -7,6 +7,8 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod common;
 mod gen;
+mod inverted_index;
+mod sort;
 mod wordcount;
 
 /// ember: a MapReduce runtime for one large shared-memory machine.
@@ -23,6 +25,10 @@ enum Command {
     Demo(wordcount::DemoArgs),
     /// Count words (runs of ASCII letters, lower-cased) in files.
     Wordcount(wordcount::Args),
+    /// Build an inverted index: word -> ids of the files or lines it occurs in.
+    InvertedIndex(inverted_index::Args),
+    /// Sort 100-byte records by their 10-byte keys (gensort layout).
+    Sort(sort::Args),
     /// Generate reproducible inputs for the workloads.
     #[command(subcommand)]
     Gen(gen::Gen),
@@ -37,6 +43,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(a) => wordcount::demo(a),
         Command::Wordcount(a) => wordcount::run(a),
+        Command::InvertedIndex(a) => inverted_index::run(a),
+        Command::Sort(a) => sort::run(a),
         Command::Gen(g) => gen::run(g),
         Command::Bench(b) => bench::run(b),
     };

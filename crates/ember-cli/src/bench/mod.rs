@@ -7,6 +7,8 @@
 use anyhow::Result;
 use clap::Subcommand;
 
+mod inverted_index;
+mod sort;
 mod wordcount;
 
 /// The benchmarks.
@@ -14,12 +16,18 @@ mod wordcount;
 pub(crate) enum Bench {
     /// Word count vs the single-threaded C reference (reference/wc_baseline.c).
     Wordcount(wordcount::Args),
+    /// Inverted index vs its sequential baseline.
+    Invindex(inverted_index::Args),
+    /// Sort vs its sequential baseline and a rayon parallel sort.
+    Sort(sort::Args),
 }
 
 /// Runs a benchmark.
 pub(crate) fn run(b: Bench) -> Result<()> {
     match b {
         Bench::Wordcount(a) => wordcount::run(a),
+        Bench::Invindex(a) => inverted_index::run(a),
+        Bench::Sort(a) => sort::run(a),
     }
 }
 
