@@ -317,18 +317,33 @@ pub fn build(rt: &Runtime, input: &Input<'_>, docs: Docs, opts: &RunOptions) -> 
 }
 
 /// The plain sequential inverted index, the correctness oracle and the
-/// benchmark baseline: one hash table (ember's key hashing, no
-/// partitions), documents visited in id order so every list comes out
-/// sorted and distinct, then the words sorted.
+/// benchmark baseline, built differently from the job (so the oracle is
+/// independent, and faster than per-word lists in one thread): every word
+/// gets a dense number from one hash table (ember's key hashing) that also
+/// keeps the last document the word was seen in; each new `(word number,
+/// document)` is appended to one vector; a counting sort by word number
+/// then lays the postings out word by word, already in document order
+/// (documents are visited in id order); finally the words are sorted.
 pub fn sequential(parts: &[&[u8]], docs: Docs) -> Result<Index> {
-    let mut table: HashTable<(Bytes, PostingList)> = HashTable::with_capacity(1 << 16);
+    /// A word, its number, and the last document it was seen in.
+    type Slot = (Bytes, u32, DocId);
+    let mut table: HashTable<Slot> = HashTable::with_capacity(1 << 16);
+    let mut postings: Vec<(u32, DocId)> = Vec::new();
     let mut add = |word: &[u8], doc: DocId| {
         let probe = Bytes::probe(word);
         let hash = Bytes::probe_hash(&probe);
+        let next = table.len() as u32;
         match table.entry(hash, |e| e.0.matches(&probe), |e| e.0.hash_owned()) {
-            Entry::Occupied(mut o) => Postings::add(&mut o.get_mut().1, doc),
+            Entry::Occupied(mut o) => {
+                let slot = o.get_mut();
+                if slot.2 != doc {
+                    slot.2 = doc;
+                    postings.push((slot.1, doc));
+                }
+            }
             Entry::Vacant(v) => {
-                v.insert((Bytes::from_probe(&probe), Postings::init(doc)));
+                v.insert((Bytes::from_probe(&probe), next, doc));
+                postings.push((next, doc));
             }
         }
     };
@@ -354,9 +369,27 @@ pub fn sequential(parts: &[&[u8]], docs: Docs) -> Result<Index> {
             }
         }
     }
+    // Counting sort by word number: `start[w]..start[w + 1]` will hold
+    // word w's documents.
+    let mut start = vec![0usize; table.len() + 1];
+    for &(w, _) in &postings {
+        start[w as usize + 1] += 1;
+    }
+    for w in 0..table.len() {
+        start[w + 1] += start[w];
+    }
+    let mut next = start.clone();
+    let mut laid_out = vec![0; postings.len()];
+    for (w, doc) in postings {
+        laid_out[next[w as usize]] = doc;
+        next[w as usize] += 1;
+    }
     let mut index: Index = table
         .into_iter()
-        .map(|(w, list)| (w, list.into_ids()))
+        .map(|(word, w, _)| {
+            let w = w as usize;
+            (word, laid_out[start[w]..start[w + 1]].to_vec())
+        })
         .collect();
     index.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(index)

@@ -218,14 +218,30 @@ impl Order {
     }
 }
 
+/// The smallest default split of [`sort_order`].
+pub const MIN_SPLIT: usize = 1 << 20;
+
 /// Records gathered per write by [`Order::write`] (16 MB).
 const WRITE_RECORDS: usize = 160_000;
 
 /// Sorts `data` (whole records) on `rt`: the order only; the records are
 /// then gathered with [`Order::gather_into`] or [`Order::write`].
+///
+/// Unless `opts` sets a split size, the input is cut into about 8 splits
+/// per thread (of at least [`MIN_SPLIT`] bytes) rather than the runtime's
+/// default of at most 4 MiB: every split is one sorted run, and the
+/// runtime's merge sort makes one pass over all pairs per doubling of the
+/// runs it merges (measured on 1 GB: 239 runs, 0.48 s of merge; 16 runs,
+/// 0.31 s), while 8 splits per thread still balance the map.
 pub fn sort_order(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<Order> {
     check_records(data)?;
-    let out = rt.run_map_only(&SortJob, &Input::bytes(data), opts)?;
+    let opts = RunOptions {
+        split_size: opts
+            .split_size
+            .or(Some((data.len() / (8 * rt.threads())).max(MIN_SPLIT))),
+        ..opts.clone()
+    };
+    let out = rt.run_map_only(&SortJob, &Input::bytes(data), &opts)?;
     Ok(Order {
         pairs: out.pairs,
         stats: out.stats,
