@@ -8,5 +8,7 @@ mod blocks;
 pub mod histogram;
 pub mod linear_regression;
 pub mod string_match;
+pub mod inverted_index;
+pub mod sort;
 pub mod text;
 pub mod wordcount;

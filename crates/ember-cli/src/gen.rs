@@ -22,6 +22,10 @@ pub(crate) enum Gen {
     Linreg(crate::linear_regression::GenArgs),
     /// A keys file, one random word per line, target words planted (string match).
     Strmatch(crate::string_match::GenArgs),
+    /// Text cut into N document files at line boundaries (inverted index).
+    Docs(crate::inverted_index::DocsArgs),
+    /// 100-byte records with random 10-byte keys, gensort layout (sort).
+    Sort(crate::sort::GenArgs),
 }
 
 /// `ember gen text`.
@@ -41,11 +45,11 @@ pub(crate) struct TextArgs {
     seed: u64,
     /// Output file (`-` for standard output).
     #[arg(long, short = 'o')]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
 }
 
 impl TextArgs {
-    fn spec(&self) -> Result<TextSpec> {
+    pub(crate) fn spec(&self) -> Result<TextSpec> {
         anyhow::ensure!(self.vocab > 0, "--vocab must be at least 1");
         anyhow::ensure!(
             self.zipf.is_finite() && self.zipf >= 0.0,
@@ -75,6 +79,8 @@ pub(crate) fn run(g: Gen) -> Result<()> {
         Gen::Histogram(a) => crate::histogram::gen(a),
         Gen::Linreg(a) => crate::linear_regression::gen(a),
         Gen::Strmatch(a) => crate::string_match::gen(a),
+        Gen::Docs(a) => crate::inverted_index::gen(a),
+        Gen::Sort(a) => crate::sort::gen(a),
     }
 }
 

@@ -11,6 +11,8 @@ mod genfile;
 mod histogram;
 mod linear_regression;
 mod string_match;
+mod inverted_index;
+mod sort;
 mod wordcount;
 
 /// ember: a MapReduce runtime for one large shared-memory machine.
@@ -33,6 +35,10 @@ enum Command {
     LinearRegression(linear_regression::Args),
     /// Find which lines of a keys file are given target words.
     StringMatch(string_match::Args),
+    /// Build an inverted index: word -> ids of the files or lines it occurs in.
+    InvertedIndex(inverted_index::Args),
+    /// Sort 100-byte records by their 10-byte keys (gensort layout).
+    Sort(sort::Args),
     /// Generate reproducible inputs for the workloads.
     #[command(subcommand)]
     Gen(gen::Gen),
@@ -50,6 +56,8 @@ fn main() -> ExitCode {
         Command::Histogram(a) => histogram::run(a),
         Command::LinearRegression(a) => linear_regression::run(a),
         Command::StringMatch(a) => string_match::run(a),
+        Command::InvertedIndex(a) => inverted_index::run(a),
+        Command::Sort(a) => sort::run(a),
         Command::Gen(g) => gen::run(g),
         Command::Bench(b) => bench::run(b),
     };

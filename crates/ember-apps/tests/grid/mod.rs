@@ -26,6 +26,7 @@ pub fn for_each_setting(mut f: impl FnMut(&Runtime, &RunOptions, &str)) {
 }
 
 /// Containers that can hold any key.
+#[allow(dead_code)] // not every test file sweeps containers
 pub const ANY_KEY: [ContainerKind; 4] = [
     ContainerKind::Auto,
     ContainerKind::Hash,

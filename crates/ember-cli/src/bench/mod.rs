@@ -12,6 +12,8 @@ mod histogram;
 mod ingest;
 mod linreg;
 mod strmatch;
+mod inverted_index;
+mod sort;
 mod wordcount;
 
 /// The benchmarks.
@@ -27,6 +29,10 @@ pub(crate) enum Bench {
     Linreg(linreg::Args),
     /// String match vs the sequential one.
     Strmatch(strmatch::Args),
+    /// Inverted index vs its sequential baseline.
+    Invindex(inverted_index::Args),
+    /// Sort vs its sequential baseline and a rayon parallel sort.
+    Sort(sort::Args),
 }
 
 /// Runs a benchmark.
@@ -37,6 +43,8 @@ pub(crate) fn run(b: Bench) -> Result<()> {
         Bench::Histogram(a) => histogram::run(a),
         Bench::Linreg(a) => linreg::run(a),
         Bench::Strmatch(a) => strmatch::run(a),
+        Bench::Invindex(a) => inverted_index::run(a),
+        Bench::Sort(a) => sort::run(a),
     }
 }
 

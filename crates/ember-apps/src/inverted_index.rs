@@ -1,0 +1,581 @@
+//! Inverted index: for every word, the sorted list of the documents it
+//! occurs in.
+//!
+//! **Documents** are either the input's files ([`Docs::Files`]: document id
+//! = the file's index in the input, which the CLI orders by path) or the
+//! lines of the input ([`Docs::Lines`]: document id = the line's index,
+//! 0-based, counted across the input's files in order). Ids are `u32`: an
+//! input with more than 2^32 documents is rejected as
+//! [`Error::InvalidInput`].
+//!
+//! **Words** are those of word count ([`for_each_word`]): maximal runs of
+//! ASCII letters, lower-cased.
+//!
+//! **Line ids without a sequential pass.** A split knows its byte offset,
+//! not its line number. Before the index job, a map-only ember job counts
+//! the newlines of every [`LINE_BLOCK`]-byte block of the input (in
+//! parallel, on the same runtime); the prefix sums give the line number at
+//! every block start, and a split's first line number is the one of its
+//! block plus the newlines between the block start and the split (fewer
+//! than [`LINE_BLOCK`] bytes to scan). So ids are dense and do not depend
+//! on the split size or the thread count.
+//!
+//! **Postings without duplicates.** A word repeated in one document must
+//! not repeat its id: the [`Postings`] combiner drops a value equal to the
+//! last one it kept for the key. Within one worker a document's words arrive
+//! together (a split is mapped by one worker, in order), so a repeat is
+//! always adjacent and the check is one compare on the entry the insert has
+//! already found: no per-document set. Ids a document split across workers
+//! (files mode) leaves twice are removed by `reduce`, which sorts and
+//! dedups.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use ember::{
+    Bytes, Combiner, Emit, Error, Input, Job, KeepAll, Key, MapOnlyJob, Records, Result,
+    RunOptions, Runtime, Split, Stats,
+};
+use hashbrown::hash_table::{Entry, HashTable};
+
+use crate::text::{write_text, TextSpec};
+use crate::wordcount::{for_each_word, is_separator};
+
+/// A document id: a file index or a line index.
+pub type DocId = u32;
+
+/// Bytes per block of the line-numbering pass.
+pub const LINE_BLOCK: usize = 16 << 10;
+
+/// What a document is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Docs {
+    /// Each input file (part) is one document; its id is its index.
+    Files,
+    /// Each line is one document; its id is its 0-based line index over the
+    /// whole input (files in order; a last line without a newline counts).
+    Lines,
+}
+
+/// Keeps a key's document ids, dropping an id equal to the last one kept
+/// (a word repeated within a document). `reduce` receives the ids of every
+/// worker, in schedule order: it sorts and dedups them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Postings;
+
+/// The state [`Postings`] keeps per key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostingList {
+    /// The last id added, kept beside the list, in the hash table entry
+    /// the insert has already loaded: checking it costs no access to the
+    /// list's heap buffer, which is a cache miss for all but the frequent
+    /// words (profiled: that load took 38% of the run time).
+    last: DocId,
+    /// The ids, in the order they were added.
+    ids: Vec<DocId>,
+}
+
+impl PostingList {
+    /// The ids, in the order they were added.
+    pub fn into_ids(self) -> Vec<DocId> {
+        self.ids
+    }
+}
+
+/// Ids a new list has room for: 24 bytes, what the smallest block of
+/// common allocators (glibc: 32-byte chunks) holds anyway; it spares the
+/// first two reallocations of every list (half the words of a Zipf text
+/// never need more room in a worker).
+const FIRST_CAPACITY: usize = 6;
+
+impl Combiner<DocId> for Postings {
+    type State = PostingList;
+    #[inline(always)]
+    fn init(id: DocId) -> PostingList {
+        let mut ids = Vec::with_capacity(FIRST_CAPACITY);
+        ids.push(id);
+        PostingList { last: id, ids }
+    }
+    #[inline(always)]
+    fn add(list: &mut PostingList, id: DocId) {
+        if list.last != id {
+            list.last = id;
+            list.ids.push(id);
+        }
+    }
+    fn merge(list: &mut PostingList, other: PostingList) {
+        // `last` is only a hint to `add`, which no longer runs.
+        <KeepAll as Combiner<DocId>>::merge(&mut list.ids, other.ids);
+    }
+}
+
+/// Checks that `n` documents can be numbered with [`DocId`]s.
+pub fn check_doc_count(n: u64) -> Result<()> {
+    let max = DocId::MAX as u64 + 1;
+    if n > max {
+        return Err(Error::InvalidInput(format!(
+            "{n} documents, but document ids are 32-bit: at most {max} documents \
+             (files or lines) per index"
+        )));
+    }
+    Ok(())
+}
+
+/// The line number at the start of every [`LINE_BLOCK`] of every input
+/// part, so that any line's number is found by scanning less than one
+/// block.
+#[derive(Debug)]
+pub struct LineNumbers<'a> {
+    /// The parts' bytes.
+    parts: Vec<&'a [u8]>,
+    /// `first[p][b]`: the number of the first line starting at or after
+    /// byte `b * LINE_BLOCK` of part `p`, counted over the whole input.
+    first: Vec<Vec<u64>>,
+    /// Lines in the whole input.
+    lines: u64,
+}
+
+/// Counts the newlines of every block (the numbering pass's map).
+struct CountNewlines;
+
+impl MapOnlyJob for CountNewlines {
+    /// (part, block index).
+    type Key = (usize, usize);
+    type Value = u64;
+
+    fn records(&self) -> Records {
+        Records::Fixed(LINE_BLOCK)
+    }
+
+    fn map(&self, split: Split<'_>, out: &mut Vec<((usize, usize), u64)>) {
+        let first = split.offset as usize / LINE_BLOCK;
+        for (i, block) in split.data.chunks(LINE_BLOCK).enumerate() {
+            out.push(((split.part, first + i), count_newlines(block)));
+        }
+    }
+
+    fn sort_output(&self) -> bool {
+        false
+    }
+}
+
+fn count_newlines(data: &[u8]) -> u64 {
+    data.iter().filter(|&&b| b == b'\n').count() as u64
+}
+
+/// Lines in one part: its newlines, plus a last line without one.
+fn lines_in(part: &[u8], newlines: u64) -> u64 {
+    newlines + u64::from(part.last().is_some_and(|&b| b != b'\n'))
+}
+
+impl<'a> LineNumbers<'a> {
+    /// Numbers the lines of `input` with a map-only run on `rt`; returns the
+    /// numbering and that run's stats. Fails if there are more lines than
+    /// [`DocId`]s.
+    pub fn build(rt: &Runtime, input: &'a Input<'_>, opts: &RunOptions) -> Result<(Self, Stats)> {
+        let parts: Vec<&'a [u8]> = (0..input.parts()).map(|p| input.part_bytes(p)).collect();
+        let counts = rt.run_map_only(&CountNewlines, input, opts)?;
+        let mut first: Vec<Vec<u64>> = parts
+            .iter()
+            .map(|p| vec![0; p.len().div_ceil(LINE_BLOCK)])
+            .collect();
+        for ((p, b), n) in counts.pairs {
+            first[p][b] = n;
+        }
+        let mut lines = 0;
+        for (blocks, part) in first.iter_mut().zip(&parts) {
+            let mut newlines = 0;
+            for b in blocks.iter_mut() {
+                let n = *b;
+                *b = lines + newlines;
+                newlines += n;
+            }
+            lines += lines_in(part, newlines);
+        }
+        check_doc_count(lines)?;
+        Ok((
+            LineNumbers {
+                parts,
+                first,
+                lines,
+            },
+            counts.stats,
+        ))
+    }
+
+    /// Lines in the whole input.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    /// The number of the line starting at byte `offset` of part `part`.
+    fn line_at(&self, part: usize, offset: usize) -> u64 {
+        let block = offset / LINE_BLOCK;
+        let from = block * LINE_BLOCK;
+        self.first[part][block] + count_newlines(&self.parts[part][from..offset])
+    }
+}
+
+/// The inverted index job.
+#[derive(Debug)]
+pub struct InvertedIndex<'a> {
+    /// `None`: documents are files; else the line numbering.
+    lines: Option<LineNumbers<'a>>,
+}
+
+impl<'a> InvertedIndex<'a> {
+    /// Documents are the input's files (parts). Fails if there are more
+    /// files than [`DocId`]s.
+    pub fn files(input: &Input<'_>) -> Result<Self> {
+        check_doc_count(input.parts() as u64)?;
+        Ok(InvertedIndex { lines: None })
+    }
+
+    /// Documents are lines, numbered by `lines`.
+    pub fn lines(lines: LineNumbers<'a>) -> Self {
+        InvertedIndex { lines: Some(lines) }
+    }
+
+    /// Documents in the input.
+    pub fn documents(&self, input: &Input<'_>) -> u64 {
+        self.lines
+            .as_ref()
+            .map_or(input.parts() as u64, LineNumbers::lines)
+    }
+}
+
+impl Job for InvertedIndex<'_> {
+    type Key = Bytes;
+    type Value = DocId;
+    type Combiner = Postings;
+    type Out = Vec<DocId>;
+
+    fn records(&self) -> Records {
+        match self.lines {
+            Some(_) => Records::Lines,
+            None => Records::Separator(is_separator),
+        }
+    }
+
+    fn map<E: Emit<Bytes, DocId>>(&self, split: Split<'_>, emit: &mut E) {
+        let Some(numbers) = &self.lines else {
+            let doc = split.part as DocId;
+            for_each_word(split.data, |w| emit.emit(w, doc));
+            return;
+        };
+        // Ids fit: `LineNumbers::build` checked the line count.
+        let mut doc = numbers.line_at(split.part, split.offset as usize) as DocId;
+        for line in lines_of(split.data) {
+            for_each_word(line, |w| emit.emit(w, doc));
+            doc = doc.wrapping_add(1);
+        }
+    }
+
+    fn reduce(&self, _word: &Bytes, list: PostingList) -> Vec<DocId> {
+        // One sorted run per worker that saw the word: the stable sort
+        // merges runs rather than re-sorting.
+        let mut ids = list.into_ids();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+}
+
+/// An inverted index: `(word, sorted distinct document ids)`, by word.
+pub type Index = Vec<(Bytes, Vec<DocId>)>;
+
+/// The result of [`build`].
+pub struct Built {
+    /// The index.
+    pub index: Index,
+    /// Documents in the input.
+    pub documents: u64,
+    /// Stats of the index run.
+    pub stats: Stats,
+    /// Stats of the line-numbering run ([`Docs::Lines`] only).
+    pub numbering: Option<Stats>,
+}
+
+/// Builds the inverted index of `input` on `rt`.
+pub fn build(rt: &Runtime, input: &Input<'_>, docs: Docs, opts: &RunOptions) -> Result<Built> {
+    let (job, numbering) = match docs {
+        Docs::Files => (InvertedIndex::files(input)?, None),
+        Docs::Lines => {
+            let (lines, stats) = LineNumbers::build(rt, input, opts)?;
+            (InvertedIndex::lines(lines), Some(stats))
+        }
+    };
+    let documents = job.documents(input);
+    let out = rt.run_with(&job, input, opts)?;
+    Ok(Built {
+        index: out.pairs,
+        documents,
+        stats: out.stats,
+        numbering,
+    })
+}
+
+/// The plain sequential inverted index, the correctness oracle and the
+/// benchmark baseline, built differently from the job (so the oracle is
+/// independent, and faster than per-word lists in one thread): every word
+/// gets a dense number from one hash table (ember's key hashing) that also
+/// keeps the last document the word was seen in; each new `(word number,
+/// document)` is appended to one vector; a counting sort by word number
+/// then lays the postings out word by word, already in document order
+/// (documents are visited in id order); finally the words are sorted.
+pub fn sequential(parts: &[&[u8]], docs: Docs) -> Result<Index> {
+    /// A word, its number, and the last document it was seen in.
+    type Slot = (Bytes, u32, DocId);
+    let mut table: HashTable<Slot> = HashTable::with_capacity(1 << 16);
+    let mut postings: Vec<(u32, DocId)> = Vec::new();
+    let mut add = |word: &[u8], doc: DocId| {
+        let probe = Bytes::probe(word);
+        let hash = Bytes::probe_hash(&probe);
+        let next = table.len() as u32;
+        match table.entry(hash, |e| e.0.matches(&probe), |e| e.0.hash_owned()) {
+            Entry::Occupied(mut o) => {
+                let slot = o.get_mut();
+                if slot.2 != doc {
+                    slot.2 = doc;
+                    postings.push((slot.1, doc));
+                }
+            }
+            Entry::Vacant(v) => {
+                v.insert((Bytes::from_probe(&probe), next, doc));
+                postings.push((next, doc));
+            }
+        }
+    };
+    match docs {
+        Docs::Files => {
+            check_doc_count(parts.len() as u64)?;
+            for (doc, data) in parts.iter().enumerate() {
+                for_each_word(data, |w| add(w, doc as DocId));
+            }
+        }
+        Docs::Lines => {
+            let total = parts
+                .iter()
+                .map(|p| lines_in(p, count_newlines(p)))
+                .sum::<u64>();
+            check_doc_count(total)?;
+            let mut doc: DocId = 0;
+            for data in parts {
+                for line in lines_of(data) {
+                    for_each_word(line, |w| add(w, doc));
+                    doc = doc.wrapping_add(1);
+                }
+            }
+        }
+    }
+    // Counting sort by word number: `start[w]..start[w + 1]` will hold
+    // word w's documents.
+    let mut start = vec![0usize; table.len() + 1];
+    for &(w, _) in &postings {
+        start[w as usize + 1] += 1;
+    }
+    for w in 0..table.len() {
+        start[w + 1] += start[w];
+    }
+    let mut next = start.clone();
+    let mut laid_out = vec![0; postings.len()];
+    for (w, doc) in postings {
+        laid_out[next[w as usize]] = doc;
+        next[w as usize] += 1;
+    }
+    let mut index: Index = table
+        .into_iter()
+        .map(|(word, w, _)| {
+            let w = w as usize;
+            (word, laid_out[start[w]..start[w + 1]].to_vec())
+        })
+        .collect();
+    index.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(index)
+}
+
+/// The lines of `data`, each with its newline (the last one may lack it).
+fn lines_of(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = data;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        let (line, tail) = rest.split_at(end);
+        rest = tail;
+        Some(line)
+    })
+}
+
+/// Writes the index as `word<TAB>id,id,...` lines.
+pub fn write_index(index: &[(Bytes, Vec<DocId>)], out: &mut impl Write) -> io::Result<()> {
+    let mut line = Vec::with_capacity(1 << 12);
+    for (word, ids) in index {
+        line.clear();
+        line.extend_from_slice(word.as_bytes());
+        let mut sep = b'\t';
+        for &id in ids {
+            line.push(sep);
+            push_decimal(&mut line, id);
+            sep = b',';
+        }
+        line.push(b'\n');
+        out.write_all(&line)?;
+    }
+    Ok(())
+}
+
+/// Appends `n` in decimal.
+fn push_decimal(out: &mut Vec<u8>, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// The name of document `i` of `files` written by [`write_docs`]: zero
+/// padded, so that path order is document order.
+pub fn doc_name(i: usize, files: usize) -> String {
+    let width = files.saturating_sub(1).to_string().len().max(6);
+    format!("doc-{i:0width$}.txt")
+}
+
+/// Writes the text corpus of `spec` into `dir` as `files` documents of
+/// about `spec.size / files` bytes each, cut at line boundaries (the same
+/// bytes as `ember gen text`, in [`doc_name`] files). Files past the end of
+/// the text, when there are more files than lines, are empty. Calls
+/// `progress(bytes_written)` as it goes.
+pub fn write_docs(
+    spec: &TextSpec,
+    files: usize,
+    dir: &Path,
+    progress: impl FnMut(u64),
+) -> io::Result<()> {
+    if files == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the number of documents must be at least 1",
+        ));
+    }
+    std::fs::create_dir_all(dir)?;
+    let mut w = DocWriter {
+        dir: dir.to_path_buf(),
+        files,
+        size: spec.size,
+        index: 0,
+        written: 0,
+        file: DocWriter::create(dir, 0, files)?,
+    };
+    write_text(spec, &mut w, progress)?;
+    w.file.flush()?;
+    for i in w.index + 1..files {
+        DocWriter::create(dir, i, files)?;
+    }
+    Ok(())
+}
+
+/// Cuts a byte stream into documents at line boundaries.
+struct DocWriter {
+    dir: PathBuf,
+    files: usize,
+    /// Total bytes the stream will have.
+    size: u64,
+    /// The document being written.
+    index: usize,
+    /// Bytes written so far, over all documents.
+    written: u64,
+    file: BufWriter<File>,
+}
+
+impl DocWriter {
+    fn create(dir: &Path, i: usize, files: usize) -> io::Result<BufWriter<File>> {
+        Ok(BufWriter::with_capacity(
+            1 << 16,
+            File::create(dir.join(doc_name(i, files)))?,
+        ))
+    }
+}
+
+impl Write for DocWriter {
+    fn write(&mut self, mut buf: &[u8]) -> io::Result<usize> {
+        let len = buf.len();
+        while self.index + 1 < self.files {
+            // Document `index` ends with the first newline at or after its
+            // share of the bytes.
+            let end = (self.index as u64 + 1) * self.size / self.files as u64;
+            let from = end.saturating_sub(self.written + 1).min(buf.len() as u64) as usize;
+            let Some(nl) = memchr::memchr(b'\n', &buf[from..]) else {
+                break;
+            };
+            let (doc, rest) = buf.split_at(from + nl + 1);
+            self.file.write_all(doc)?;
+            self.written += doc.len() as u64;
+            self.file.flush()?;
+            self.index += 1;
+            self.file = DocWriter::create(&self.dir, self.index, self.files)?;
+            buf = rest;
+        }
+        self.file.write_all(buf)?;
+        self.written += buf.len() as u64;
+        Ok(len)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postings_drop_adjacent_repeats_only() {
+        let mut list = Postings::init(3);
+        for id in [3, 3, 5, 3, 5, 5] {
+            Postings::add(&mut list, id);
+        }
+        Postings::merge(&mut list, Postings::init(9));
+        assert_eq!(list.into_ids(), vec![3, 5, 3, 5, 9]);
+    }
+
+    #[test]
+    fn lines_are_counted_with_an_unterminated_last_one() {
+        assert_eq!(lines_in(b"", 0), 0);
+        assert_eq!(lines_in(b"a\n", 1), 1);
+        assert_eq!(lines_in(b"a\nb", 1), 2);
+        assert_eq!(
+            lines_of(b"a\n\nb").collect::<Vec<_>>(),
+            [&b"a\n"[..], b"\n", b"b"]
+        );
+    }
+
+    #[test]
+    fn index_is_written_as_tab_and_commas() {
+        let index = vec![
+            (Bytes::from("ab"), vec![0, 7, 4_294_967_295]),
+            (Bytes::from("c"), vec![10]),
+        ];
+        let mut out = Vec::new();
+        write_index(&index, &mut out).unwrap();
+        assert_eq!(out, b"ab\t0,7,4294967295\nc\t10\n");
+    }
+
+    #[test]
+    fn too_many_documents_is_invalid_input() {
+        assert!(check_doc_count(1 << 32).is_ok());
+        let err = check_doc_count((1 << 32) + 1).unwrap_err();
+        assert!(matches!(err, Error::InvalidInput(_)));
+        assert!(err.to_string().contains("4294967297 documents"), "{err}");
+        assert!(err.to_string().contains("at most 4294967296"), "{err}");
+    }
+}

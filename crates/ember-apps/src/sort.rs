@@ -1,0 +1,352 @@
+//! Sort: 100-byte records with 10-byte keys (the TeraSort / gensort
+//! layout), ordered by key; records with equal keys keep their input order.
+//!
+//! **Record layout** (gensort's binary records): bytes 0..10 the key
+//! (random), 10..12 `00 11`, 12..44 the row number as 32 upper-case hex
+//! digits, 44..48 `88 99 AA BB`, 48..96 filler (hex digits of the row
+//! number, four of each), 96..100 `CC DD EE FF`. Only the key matters to
+//! the sort; the row number lets a reader check the order of ties.
+//!
+//! **On ember**: a map-only job over `Records::Fixed(100)` whose map emits
+//! `(key, record index)` for each record of its split, sorted (see
+//! [`SortJob`]); the runtime concatenates the splits' pairs in input order
+//! and sorts them stably by key, which gives the permutation; the records
+//! are then gathered in that order by as many threads as the runtime has.
+//! An input whose length is not a multiple of 100 is
+//! [`Error::InvalidInput`].
+
+use std::io::{self, Write};
+
+use ember::{Error, Input, MapOnlyJob, Records, Result, RunOptions, Runtime, Split, Stats};
+use rand::Rng;
+use rayon::prelude::*;
+
+use crate::text::rng_for;
+
+/// Bytes per record.
+pub const RECORD_LEN: usize = 100;
+/// Bytes of the key at the start of each record.
+pub const KEY_LEN: usize = 10;
+/// A record's key.
+pub type SortKey = [u8; KEY_LEN];
+/// A record's index in the input (so at most 2^32 records, 400 GiB).
+pub type RecordIndex = u32;
+
+/// What to generate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortSpec {
+    /// Number of records.
+    pub records: u64,
+    /// Random seed.
+    pub seed: u64,
+}
+
+impl Default for SortSpec {
+    /// The WORKLOADS.md shape: 10 million records (1 GB).
+    fn default() -> Self {
+        SortSpec {
+            records: 10_000_000,
+            seed: 7,
+        }
+    }
+}
+
+/// Records per independently seeded block of the generator.
+const BLOCK_RECORDS: u64 = 1 << 16;
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// Record `row`, with the key drawn from `r`.
+fn record(row: u64, r: &mut impl Rng, out: &mut [u8]) {
+    r.fill(&mut out[..KEY_LEN]);
+    out[10..12].copy_from_slice(&[0x00, 0x11]);
+    let id = format!("{row:032X}");
+    out[12..44].copy_from_slice(id.as_bytes());
+    out[44..48].copy_from_slice(&[0x88, 0x99, 0xAA, 0xBB]);
+    for (j, b) in out[48..96].iter_mut().enumerate() {
+        *b = HEX[((row >> (4 * (j / 4 % 16))) & 15) as usize];
+    }
+    out[96..100].copy_from_slice(&[0xCC, 0xDD, 0xEE, 0xFF]);
+}
+
+/// The records of block `b`.
+fn block(spec: &SortSpec, b: u64) -> Vec<u8> {
+    let first = b * BLOCK_RECORDS;
+    let n = BLOCK_RECORDS.min(spec.records - first) as usize;
+    let mut r = rng_for(spec.seed, b);
+    let mut out = vec![0u8; n * RECORD_LEN];
+    for (i, rec) in out.chunks_exact_mut(RECORD_LEN).enumerate() {
+        record(first + i as u64, &mut r, rec);
+    }
+    out
+}
+
+/// Writes the records of `spec` to `out` (blocks generated in parallel),
+/// calling `progress(bytes_written)` as it goes. The same spec gives the
+/// same bytes.
+pub fn write_records(
+    spec: &SortSpec,
+    out: &mut impl Write,
+    mut progress: impl FnMut(u64),
+) -> io::Result<()> {
+    let blocks = spec.records.div_ceil(BLOCK_RECORDS);
+    let batch = 16;
+    let mut written = 0;
+    for first in (0..blocks).step_by(batch) {
+        let last = (first + batch as u64).min(blocks);
+        let data: Vec<Vec<u8>> = (first..last)
+            .into_par_iter()
+            .map(|b| block(spec, b))
+            .collect();
+        for d in data {
+            out.write_all(&d)?;
+            written += d.len() as u64;
+        }
+        progress(written);
+    }
+    Ok(())
+}
+
+/// The records in memory (for tests and small inputs).
+pub fn records(spec: &SortSpec) -> Vec<u8> {
+    let mut v = Vec::with_capacity(spec.records as usize * RECORD_LEN);
+    write_records(spec, &mut v, |_| {}).expect("writing to memory cannot fail");
+    v
+}
+
+/// Checks that `data` is whole records, and few enough for a
+/// [`RecordIndex`]; returns the record count.
+pub fn check_records(data: &[u8]) -> Result<usize> {
+    let n = data.len() / RECORD_LEN;
+    let extra = data.len() % RECORD_LEN;
+    if extra != 0 {
+        return Err(Error::InvalidInput(format!(
+            "{} bytes is not a whole number of {RECORD_LEN}-byte records: \
+             {extra} bytes left over after record {n}",
+            data.len()
+        )));
+    }
+    if n as u64 > RecordIndex::MAX as u64 + 1 {
+        return Err(Error::InvalidInput(format!(
+            "{n} records; at most {} can be sorted",
+            RecordIndex::MAX as u64 + 1
+        )));
+    }
+    Ok(n)
+}
+
+/// The key of a record.
+#[inline(always)]
+fn key_of(record: &[u8]) -> SortKey {
+    record[..KEY_LEN].try_into().expect("a record holds a key")
+}
+
+/// The map-only job: `(key, record index)` for every record.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SortJob;
+
+impl MapOnlyJob for SortJob {
+    type Key = SortKey;
+    type Value = RecordIndex;
+
+    fn records(&self) -> Records {
+        Records::Fixed(RECORD_LEN)
+    }
+
+    /// Emits the split's pairs sorted by key, then index (the map-side
+    /// sort of Hadoop): that is the order a stable sort gives, so the
+    /// runtime's stable sort of the concatenated runs returns the same
+    /// output, but finds them presorted (runs it merges instead of sorting).
+    /// The split is sorted as packed `u128`s, like the sequential sort.
+    fn map(&self, split: Split<'_>, out: &mut Vec<(SortKey, RecordIndex)>) {
+        let first = split.offset as usize / RECORD_LEN;
+        let mut packed: Vec<u128> = split
+            .data
+            .chunks_exact(RECORD_LEN)
+            .enumerate()
+            .map(|(i, rec)| pack(rec, first + i))
+            .collect();
+        packed.sort_unstable();
+        out.extend(packed.into_iter().map(unpack));
+    }
+}
+
+/// A record's key and index as one integer whose order is (key, index):
+/// the key in the top 80 bits, the index in the low 32.
+#[inline(always)]
+fn pack(record: &[u8], index: usize) -> u128 {
+    let mut k = [0u8; 16];
+    k[..KEY_LEN].copy_from_slice(&record[..KEY_LEN]);
+    // `check_records` bounds the index.
+    u128::from_be_bytes(k) | index as RecordIndex as u128
+}
+
+/// The key and index of a packed record.
+#[inline(always)]
+fn unpack(p: u128) -> (SortKey, RecordIndex) {
+    let bytes = p.to_be_bytes();
+    (key_of(&bytes), p as RecordIndex)
+}
+
+/// A sort order computed on ember: the input's `(key, record index)`
+/// pairs, stably sorted by key.
+pub struct Order {
+    /// The pairs in key order.
+    pub pairs: Vec<(SortKey, RecordIndex)>,
+    /// Stats of the map-only run (map: keys extracted; merge: the pairs
+    /// concatenated and stably sorted).
+    pub stats: Stats,
+}
+
+impl Order {
+    /// The input's records in this order, gathered into `out` (which must
+    /// hold them exactly) by `threads` threads.
+    pub fn gather_into(&self, data: &[u8], threads: usize, out: &mut [u8]) {
+        gather_into(data, &self.pairs, |p| p.1 as usize, threads, out);
+    }
+
+    /// The input's records in this order, written to `w` (gathered in
+    /// pieces into one reused buffer by `threads` threads).
+    pub fn write(&self, data: &[u8], threads: usize, w: &mut impl Write) -> io::Result<()> {
+        let mut buf = Vec::new();
+        for piece in self.pairs.chunks(WRITE_RECORDS) {
+            buf.resize(piece.len() * RECORD_LEN, 0);
+            gather_into(data, piece, |p| p.1 as usize, threads, &mut buf);
+            w.write_all(&buf)?;
+        }
+        Ok(())
+    }
+}
+
+/// The smallest default split of [`sort_order`].
+pub const MIN_SPLIT: usize = 1 << 20;
+
+/// Records gathered per write by [`Order::write`] (16 MB).
+const WRITE_RECORDS: usize = 160_000;
+
+/// Sorts `data` (whole records) on `rt`: the order only; the records are
+/// then gathered with [`Order::gather_into`] or [`Order::write`].
+///
+/// Unless `opts` sets a split size, the input is cut into about 8 splits
+/// per thread (of at least [`MIN_SPLIT`] bytes) rather than the runtime's
+/// default of at most 4 MiB: every split is one sorted run, and the
+/// runtime's merge sort makes one pass over all pairs per doubling of the
+/// runs it merges (measured on 1 GB: 239 runs, 0.48 s of merge; 16 runs,
+/// 0.31 s), while 8 splits per thread still balance the map.
+pub fn sort_order(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<Order> {
+    check_records(data)?;
+    let opts = RunOptions {
+        split_size: opts
+            .split_size
+            .or(Some((data.len() / (8 * rt.threads())).max(MIN_SPLIT))),
+        ..opts.clone()
+    };
+    let out = rt.run_map_only(&SortJob, &Input::bytes(data), &opts)?;
+    Ok(Order {
+        pairs: out.pairs,
+        stats: out.stats,
+    })
+}
+
+/// Copies the records of `data` into `out` in the order `order` gives
+/// (record `index(o)` for each `o`), with `threads` threads each filling
+/// one contiguous share of `out`.
+///
+/// # Panics
+///
+/// If `out` is not exactly `order.len()` records long.
+pub fn gather_into<T: Sync>(
+    data: &[u8],
+    order: &[T],
+    index: impl Fn(&T) -> usize + Sync,
+    threads: usize,
+    out: &mut [u8],
+) {
+    assert_eq!(out.len(), order.len() * RECORD_LEN, "output size");
+    let share = order.len().div_ceil(threads.max(1)).max(1);
+    let copy = |dst: &mut [u8], order: &[T]| {
+        for (d, o) in dst.chunks_exact_mut(RECORD_LEN).zip(order) {
+            let at = index(o) * RECORD_LEN;
+            d.copy_from_slice(&data[at..at + RECORD_LEN]);
+        }
+    };
+    std::thread::scope(|s| {
+        let mut shares = out.chunks_mut(share * RECORD_LEN).zip(order.chunks(share));
+        let mine = shares.next();
+        for (dst, ord) in shares {
+            s.spawn(move || copy(dst, ord));
+        }
+        if let Some((dst, ord)) = mine {
+            copy(dst, ord);
+        }
+    });
+}
+
+/// The plain sequential sort, the correctness oracle and the benchmark
+/// baseline, into `out` (exactly `data.len()` bytes): each record's key
+/// and index packed into one `u128` (key in the top 80 bits, index in the
+/// low 32, so equal keys order by index), an unstable sort of those, then
+/// the records gathered in order.
+pub fn sequential_into(data: &[u8], out: &mut [u8]) -> Result<()> {
+    check_records(data)?;
+    let mut keys: Vec<u128> = data
+        .chunks_exact(RECORD_LEN)
+        .enumerate()
+        .map(|(i, rec)| pack(rec, i))
+        .collect();
+    keys.sort_unstable();
+    gather_into(data, &keys, |&k| unpack(k).1 as usize, 1, out);
+    Ok(())
+}
+
+/// [`sequential_into`] a new vector.
+pub fn sequential(data: &[u8]) -> Result<Vec<u8>> {
+    let mut out = vec![0; data.len()];
+    sequential_into(data, &mut out)?;
+    Ok(out)
+}
+
+/// A plain parallel sort of the records themselves, for comparison: the
+/// records copied into `recs` (cleared first; its capacity is reused) and
+/// stably sorted by key with rayon's `par_sort_by`, on `pool`.
+pub fn parallel_sort_into(
+    data: &[u8],
+    pool: &rayon::ThreadPool,
+    recs: &mut Vec<[u8; RECORD_LEN]>,
+) -> Result<()> {
+    check_records(data)?;
+    recs.clear();
+    pool.install(|| {
+        recs.par_extend(
+            data.par_chunks_exact(RECORD_LEN)
+                .map(|r| <[u8; RECORD_LEN]>::try_from(r).expect("a whole record")),
+        );
+        recs.par_sort_by(|a, b| a[..KEY_LEN].cmp(&b[..KEY_LEN]));
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_have_the_gensort_layout() {
+        let spec = SortSpec {
+            records: BLOCK_RECORDS + 3,
+            seed: 1,
+        };
+        let data = records(&spec);
+        assert_eq!(data.len(), (BLOCK_RECORDS as usize + 3) * RECORD_LEN);
+        assert_eq!(data, records(&spec));
+        let last = &data[data.len() - RECORD_LEN..];
+        assert_eq!(&last[10..12], &[0x00, 0x11]);
+        assert_eq!(
+            &last[12..44],
+            format!("{:032X}", BLOCK_RECORDS + 2).as_bytes()
+        );
+        assert_eq!(&last[44..48], &[0x88, 0x99, 0xAA, 0xBB]);
+        assert_eq!(&last[96..], &[0xCC, 0xDD, 0xEE, 0xFF]);
+        assert_ne!(data, records(&SortSpec { seed: 2, ..spec }));
+    }
+}

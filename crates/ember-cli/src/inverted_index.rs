@@ -1,0 +1,197 @@
+//! `ember inverted-index` and `ember gen docs`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args as ClapArgs;
+use ember_apps::inverted_index::{build, write_docs, write_index, Docs};
+use ember_apps::text::TextSpec;
+
+use crate::common::{cache_dir, create_output, progress, RunArgs};
+use crate::gen::TextArgs;
+
+/// `ember inverted-index`.
+#[derive(ClapArgs)]
+pub(crate) struct Args {
+    /// Input files and folders (a folder stands for every file under it;
+    /// `-` reads standard input). Files are ordered by path: a file's
+    /// document id is its index in that order.
+    #[arg(required = true, value_name = "FILE_OR_DIR")]
+    paths: Vec<PathBuf>,
+    /// Documents are lines (id: 0-based line index over all the files, in
+    /// path order) instead of files.
+    #[arg(long)]
+    lines: bool,
+    /// Write every `word<TAB>id,id,...`, sorted by word, to this file (`-`:
+    /// standard output).
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    /// Write the documents as `id<TAB>path` lines to this file.
+    #[arg(long, value_name = "PATH", conflicts_with = "lines")]
+    doc_list: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// `ember gen docs`.
+#[derive(ClapArgs)]
+#[command(mut_arg("out", |a| a.help("Output folder (created; documents are doc-NNNNNN.txt)")))]
+#[command(mut_arg("size", |a| a.help("Total size of the documents, e.g. 256MiB (exact)")))]
+pub(crate) struct DocsArgs {
+    /// Number of documents (files).
+    #[arg(long, default_value_t = 1000)]
+    files: usize,
+    #[command(flatten)]
+    text: TextArgs,
+}
+
+/// Every file named by `paths` (folders walked), sorted by path, each once.
+fn document_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    if paths == [Path::new("-")] {
+        return Ok(paths.to_vec());
+    }
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let before = files.len();
+            walk(p, &mut files)?;
+            if files.len() == before {
+                bail!("no documents: folder '{}' holds no files", p.display());
+            }
+        } else {
+            files.push(p.clone());
+        }
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// Adds the files under `dir`, recursively.
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read '{}'", dir.display()))?;
+    for e in entries {
+        let path = e
+            .with_context(|| format!("cannot read '{}'", dir.display()))?
+            .path();
+        if path.is_dir() {
+            walk(&path, files)?;
+        } else {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Runs `ember inverted-index`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let paths = document_paths(&a.paths)?;
+    // Memory-mapped (or standard input read whole): numbering lines takes a
+    // first pass over the input before the index job's.
+    let input = if paths.len() == 1 && paths[0] == std::path::Path::new("-") {
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
+            .context("cannot read standard input")?;
+        ember::Input::owned("<stdin>", data)
+    } else {
+        ember::Input::open(&paths, ember::Ingest::Mmap)?
+    };
+    let rt = a.run.runtime()?;
+    let docs = if a.lines { Docs::Lines } else { Docs::Files };
+    let built = build(&rt, &input, docs, &a.run.options())?;
+    if let Some(path) = &a.output {
+        let mut w = create_output(path)?;
+        write_index(&built.index, &mut w)?;
+        w.flush()
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    if let Some(path) = &a.doc_list {
+        let mut w = create_output(path)?;
+        for (id, p) in paths.iter().enumerate() {
+            writeln!(w, "{id}\t{}", p.display())?;
+        }
+        w.flush()
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    let postings: usize = built.index.iter().map(|(_, ids)| ids.len()).sum();
+    let numbering = built.numbering.as_ref().map_or(0.0, |s| s.total_secs);
+    eprintln!(
+        "# {} {}, {} distinct words, {postings} postings, {:.1} MB in {:.3} s",
+        built.documents,
+        if a.lines { "lines" } else { "files" },
+        built.index.len(),
+        built.stats.input_bytes as f64 / 1e6,
+        built.stats.total_secs + numbering,
+    );
+    if let Some(s) = &built.numbering {
+        if a.run.stats {
+            eprintln!("line numbering pass: {:.3} s", s.total_secs);
+        }
+    }
+    a.run.report(&built.stats)
+}
+
+/// Runs `ember gen docs`.
+pub(crate) fn gen(a: DocsArgs) -> Result<()> {
+    let spec = a.text.spec()?;
+    anyhow::ensure!(a.files > 0, "--files must be at least 1");
+    let bar = progress(spec.size, "generating documents");
+    write_docs(&spec, a.files, &a.text.out, |n| bar.set_position(n))
+        .with_context(|| format!("cannot write documents to '{}'", a.text.out.display()))?;
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// Generates (once) a cached folder of `files` documents and returns its
+/// path.
+pub(crate) fn cached_docs(spec: &TextSpec, files: usize) -> Result<PathBuf> {
+    let dir = cache_dir()?.join(format!(
+        "docs-{}-v{}-z{}-s{}-f{files}",
+        spec.size, spec.vocab, spec.zipf, spec.seed
+    ));
+    if !dir.exists() {
+        let tmp = dir.with_extension("partial");
+        let _ = std::fs::remove_dir_all(&tmp);
+        let bar = progress(spec.size, "generating documents (cached for next time)");
+        write_docs(spec, files, &tmp, |n| bar.set_position(n))
+            .with_context(|| format!("cannot write documents to '{}'", tmp.display()))?;
+        bar.finish_and_clear();
+        std::fs::rename(&tmp, &dir)
+            .with_context(|| format!("cannot create '{}'", dir.display()))?;
+    }
+    Ok(dir)
+}
+
+/// The document files of a folder, in path order.
+pub(crate) fn docs_in(dir: &Path) -> Result<Vec<PathBuf>> {
+    document_paths(&[dir.to_path_buf()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folders_are_walked_sorted_and_empty_ones_rejected() {
+        let dir = std::env::temp_dir().join(format!("ember-cli-ii-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::create_dir_all(dir.join("empty")).unwrap();
+        for f in ["b.txt", "a.txt", "sub/c.txt"] {
+            std::fs::write(dir.join(f), "x\n").unwrap();
+        }
+        let got = document_paths(&[dir.join("sub"), dir.join("b.txt"), dir.join("a.txt")]).unwrap();
+        let want = vec![dir.join("a.txt"), dir.join("b.txt"), dir.join("sub/c.txt")];
+        assert_eq!(got, want);
+        let err = document_paths(&[dir.join("empty")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("no documents: folder") && err.contains("holds no files"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
