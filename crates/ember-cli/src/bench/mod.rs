@@ -11,6 +11,7 @@ mod compare;
 mod histogram;
 mod ingest;
 mod linreg;
+mod merge;
 mod strmatch;
 mod inverted_index;
 mod sort;
@@ -19,6 +20,8 @@ mod wordcount;
 /// The benchmarks.
 #[derive(Subcommand)]
 pub(crate) enum Bench {
+    /// The one-pass p-way merge vs concat-and-sort, on the sort workload.
+    Merge(merge::Args),
     /// Read-then-map vs the chunked ingest pipeline on a throttled reader.
     Ingest(ingest::Args),
     /// Word count vs the single-threaded C reference (reference/wc_baseline.c).
@@ -39,6 +42,7 @@ pub(crate) enum Bench {
 pub(crate) fn run(b: Bench) -> Result<()> {
     match b {
         Bench::Ingest(a) => ingest::run(a),
+        Bench::Merge(a) => merge::run(a),
         Bench::Wordcount(a) => wordcount::run(a),
         Bench::Histogram(a) => histogram::run(a),
         Bench::Linreg(a) => linreg::run(a),

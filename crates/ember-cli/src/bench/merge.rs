@@ -1,0 +1,92 @@
+//! `ember bench merge`: the one-pass p-way merge against the earlier
+//! concatenate-and-sort merge, on the sort workload (where the merge is the
+//! bottleneck, SupMR section IV), both in one run.
+
+use anyhow::{bail, Result};
+use clap::Args as ClapArgs;
+use ember::{Input, MergeKind, RunOptions, Runtime, Stats};
+use ember_apps::sort::{sort_order, SortSpec};
+
+use super::{all_threads, median, timed, Report};
+use crate::sort::cached_records;
+
+/// `ember bench merge`.
+#[derive(ClapArgs)]
+pub(crate) struct Args {
+    /// Number of 100-byte records to sort.
+    #[arg(long, default_value_t = SortSpec::default().records)]
+    records: u64,
+    /// Runs of each contender; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Worker threads (default: all CPUs).
+    #[arg(long, short = 't')]
+    threads: Option<usize>,
+}
+
+/// Runs `ember bench merge`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let spec = SortSpec {
+        records: a.records,
+        ..SortSpec::default()
+    };
+    let file = cached_records(&spec)?;
+    let input = Input::file(&file)?;
+    let data = input.part_bytes(0);
+    let rt = Runtime::builder().threads(all_threads(a.threads)).build()?;
+    let kinds = [MergeKind::ConcatSort, MergeKind::PWay];
+    let (mut totals, mut merges) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    let mut last: Option<Stats> = None;
+    let mut first_order = None;
+    // Round-robin, so that noise on a shared machine hits both alike.
+    for _ in 0..a.runs.max(1) {
+        for (i, &kind) in kinds.iter().enumerate() {
+            let opts = RunOptions {
+                merge: Some(kind),
+                ..Default::default()
+            };
+            let mut stats = None;
+            let t = timed(|| {
+                let order = sort_order(&rt, data, &opts)?;
+                match &first_order {
+                    None => first_order = Some(order.pairs.clone()),
+                    Some(o) if *o != order.pairs => {
+                        bail!("the two merges ordered the records differently")
+                    }
+                    Some(_) => {}
+                }
+                stats = Some(order.stats);
+                Ok(())
+            })?;
+            let stats = stats.expect("set by the run");
+            totals[i].push(t);
+            merges[i].push(stats.merge_secs);
+            last = Some(stats);
+        }
+    }
+    let [t0, t1] = totals.map(median);
+    let [m0, m1] = merges.map(median);
+    Report {
+        title: format!(
+            "merge: sort of {} records ({:.0} MB), {} threads, median of {} runs (whole sort job; merge phase alone: concat-sort {:.3} s, p-way {:.3} s, {:.2}x)",
+            spec.records,
+            data.len() as f64 / 1e6,
+            rt.threads(),
+            a.runs.max(1),
+            m0,
+            m1,
+            m0 / m1
+        ),
+        amount: data.len() as f64 / 1e6,
+        unit: "MB",
+        rows: vec![
+            ("concat + parallel sort".into(), t0),
+            ("one-pass p-way merge".into(), t1),
+        ],
+    }
+    .print();
+    if let Some(s) = &last {
+        println!("\np-way run, phases:\n{s}");
+    }
+    Ok(())
+}
