@@ -12,7 +12,9 @@
 
 use std::io::{self, Write};
 
-use ember::{Emit, Error, Input, Job, Records, Result, RunOptions, Runtime, Split, Stats, Sum, KeyHint};
+use ember::{
+    Emit, Error, Input, Job, KeyHint, Records, Result, RunOptions, Runtime, Split, Stats, Sum,
+};
 use rand::RngCore;
 
 use crate::blocks;

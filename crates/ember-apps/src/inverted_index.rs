@@ -91,6 +91,8 @@ const FIRST_CAPACITY: usize = 6;
 
 impl Combiner<DocId> for Postings {
     type State = PostingList;
+    // A posting list keeps one id per document: it grows with the values.
+    const FOLDS: bool = false;
     #[inline(always)]
     fn init(id: DocId) -> PostingList {
         let mut ids = Vec::with_capacity(FIRST_CAPACITY);

@@ -6,9 +6,9 @@
 
 mod blocks;
 pub mod histogram;
-pub mod linear_regression;
-pub mod string_match;
 pub mod inverted_index;
+pub mod linear_regression;
 pub mod sort;
+pub mod string_match;
 pub mod text;
 pub mod wordcount;

@@ -121,7 +121,10 @@ fn every_container_gives_the_same_index() {
                     ..Default::default()
                 };
                 let got = build(&rt, &input, docs, &opts).unwrap();
-                assert!(got.index == want, "{docs:?}, {threads} threads, {container}");
+                assert!(
+                    got.index == want,
+                    "{docs:?}, {threads} threads, {container}"
+                );
             }
         }
     }

@@ -23,7 +23,11 @@ fn ember_equals_sequential() {
 
 #[test]
 fn every_container_that_holds_its_keys_agrees() {
-    let data = linear_regression::points(&PointsSpec { size: 100_002, seed: 8 }).unwrap();
+    let data = linear_regression::points(&PointsSpec {
+        size: 100_002,
+        seed: 8,
+    })
+    .unwrap();
     let want = linear_regression::sequential(&data).unwrap();
     let kinds = [grid::ANY_KEY.as_slice(), &[ember::ContainerKind::Array]].concat();
     grid::for_each_container(&kinds, |rt, opts, label| {

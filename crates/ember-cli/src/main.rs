@@ -9,10 +9,10 @@ mod common;
 mod gen;
 mod genfile;
 mod histogram;
-mod linear_regression;
-mod string_match;
 mod inverted_index;
+mod linear_regression;
 mod sort;
+mod string_match;
 mod wordcount;
 
 /// ember: a MapReduce runtime for one large shared-memory machine.

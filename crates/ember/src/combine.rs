@@ -12,6 +12,11 @@
 pub trait Combiner<V>: Send + Sync {
     /// The per-key state a container stores.
     type State: Send;
+    /// Whether a state is smaller than the values folded into it (true for
+    /// sums, false when the state keeps every value, as [`KeepAll`] does).
+    /// When it does not fold, combining at insert saves little, and `Auto`
+    /// prefers the append container unless keys repeat heavily.
+    const FOLDS: bool = true;
     /// The state for a key's first value.
     fn init(v: V) -> Self::State;
     /// Adds one more value.
@@ -48,6 +53,7 @@ pub struct KeepAll;
 
 impl<V: Send> Combiner<V> for KeepAll {
     type State = Vec<V>;
+    const FOLDS: bool = false;
     #[inline(always)]
     fn init(v: V) -> Vec<V> {
         vec![v]

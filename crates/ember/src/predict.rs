@@ -21,19 +21,24 @@ use crate::input::SplitRange;
 const SAMPLE_FRACTION: f64 = 0.05;
 /// Below this many splits per worker the input is not sampled.
 const MIN_SPLITS_PER_WORKER: usize = 4;
-/// Pieces each sampled split is mapped in (history points per split).
-pub(crate) const PIECES_PER_SAMPLE: usize = 4;
-/// Pairs per distinct key below which the append container wins.
+/// Pieces of the sample per worker (points in each worker's history).
+pub(crate) const PIECES_PER_WORKER: usize = 4;
+/// Pairs per distinct key below which the append container wins, for a
+/// combiner that folds values (sums) and for one that keeps them (lists).
+/// Measured with `ember bench containers` (inverted index keeps lists: at
+/// ~5 repeats append won by 1.4x; at ~1000, hash won).
 const APPEND_BELOW_REPEATS: f64 = 2.0;
+const APPEND_BELOW_REPEATS_UNFOLDED: f64 = 16.0;
 
-/// Which splits to sample: evenly spaced over the input, at least one per
-/// worker. Empty when the input is too small for sampling to pay.
+/// Which splits to sample: about 5% of them (at least one), evenly spaced
+/// over the input. Empty when the input is too small for sampling to pay.
+/// The runtime maps the sample in pieces, several per worker.
 pub(crate) fn sample_splits(splits: &[SplitRange], threads: usize) -> Vec<usize> {
     let n = splits.len();
     if n < threads * MIN_SPLITS_PER_WORKER {
         return Vec::new();
     }
-    let m = ((n as f64 * SAMPLE_FRACTION).ceil() as usize).clamp(threads, n / 2);
+    let m = ((n as f64 * SAMPLE_FRACTION).ceil() as usize).clamp(1, n / 2);
     (0..m).map(|i| i * n / m + n / (2 * m)).collect()
 }
 
@@ -101,9 +106,15 @@ pub(crate) fn predict(histories: &[History], fraction: f64) -> Prediction {
 pub(crate) fn choose(
     hint: KeyHint,
     dense_ok: bool,
+    folds: bool,
     p: Option<&Prediction>,
     unsampled: &str,
 ) -> (ContainerKind, String) {
+    let threshold = if folds {
+        APPEND_BELOW_REPEATS
+    } else {
+        APPEND_BELOW_REPEATS_UNFOLDED
+    };
     match (hint, p) {
         (KeyHint::Dense(n), _) if dense_ok => (
             ContainerKind::Array,
@@ -114,11 +125,16 @@ pub(crate) fn choose(
             ContainerKind::Hash,
             format!("{unsampled}; hash is the safe default"),
         ),
-        (_, Some(p)) if p.repeats < APPEND_BELOW_REPEATS => (
+        (_, Some(p)) if p.repeats < threshold => (
             ContainerKind::Append,
             format!(
-                "sample: {:.2} pairs per distinct key (< {APPEND_BELOW_REPEATS}): little to combine",
-                p.repeats
+                "sample: {:.2} pairs per distinct key (< {threshold}{}): little to combine",
+                p.repeats,
+                if folds {
+                    ""
+                } else {
+                    ", the combiner keeps values"
+                }
             ),
         ),
         (_, Some(p)) => (
@@ -152,7 +168,7 @@ mod tests {
         assert!(s.windows(2).all(|w| w[0] < w[1]));
         assert!(sample_splits(&splits[..7], 2).is_empty());
         let few: Vec<_> = (0..8).map(split).collect();
-        assert_eq!(sample_splits(&few, 2).len(), 2);
+        assert_eq!(sample_splits(&few, 2).len(), 1);
     }
 
     #[test]
@@ -163,7 +179,7 @@ mod tests {
         assert!((p.beta - 1.0).abs() < 1e-9);
         assert_eq!(p.keys_per_worker, 2000);
         assert_eq!(
-            choose(KeyHint::Unknown, false, Some(&p), "").0,
+            choose(KeyHint::Unknown, false, true, Some(&p), "").0,
             ContainerKind::Append
         );
         // 50 keys seen again and again: beta 0, prediction stays 50.
@@ -172,7 +188,7 @@ mod tests {
         assert_eq!(p.beta, 0.0);
         assert_eq!(p.keys_per_worker, 50);
         assert_eq!(
-            choose(KeyHint::Unknown, false, Some(&p), "").0,
+            choose(KeyHint::Unknown, false, true, Some(&p), "").0,
             ContainerKind::Hash
         );
     }
@@ -180,15 +196,15 @@ mod tests {
     #[test]
     fn hints_decide_before_samples() {
         assert_eq!(
-            choose(KeyHint::Dense(768), true, None, "").0,
+            choose(KeyHint::Dense(768), true, true, None, "").0,
             ContainerKind::Array
         );
         assert_eq!(
-            choose(KeyHint::Dense(768), false, None, "").0,
+            choose(KeyHint::Dense(768), false, true, None, "").0,
             ContainerKind::Hash
         );
         assert_eq!(
-            choose(KeyHint::Unique, false, None, "").0,
+            choose(KeyHint::Unique, false, true, None, "").0,
             ContainerKind::Unique
         );
     }

@@ -22,6 +22,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::combine::Combiner;
 use crate::container::append::AppendContainer;
 use crate::container::array::ArrayContainer;
 use crate::container::hash::HashContainer;
@@ -238,13 +239,17 @@ impl Runtime {
         let (sampled, prediction) = if sample.is_empty() {
             (None, None)
         } else {
-            // Each sampled split in a few pieces, so every worker's history
-            // has enough points to measure how distinct keys grow.
+            // The sample in pieces, several per worker, so that every
+            // worker's history has points to measure how distinct keys grow.
+            let total: usize = sample
+                .iter()
+                .map(|&i| splits[i].end - splits[i].start)
+                .sum();
+            let piece = total.div_ceil(predict::PIECES_PER_WORKER * self.threads());
             let mut sample_splits: Vec<SplitRange> = Vec::new();
             for &i in &sample {
                 let s = splits[i];
                 let bytes = &input.part_bytes(s.part)[s.start..s.end];
-                let piece = bytes.len().div_ceil(predict::PIECES_PER_SAMPLE);
                 plan_slice(bytes, job.records(), piece, |a, b| {
                     sample_splits.push(SplitRange {
                         part: s.part,
@@ -284,7 +289,13 @@ impl Runtime {
                 } else {
                     "input too small to sample"
                 };
-                predict::choose(hint, dense_ok, prediction.as_ref(), unsampled)
+                predict::choose(
+                    hint,
+                    dense_ok,
+                    J::Combiner::FOLDS,
+                    prediction.as_ref(),
+                    unsampled,
+                )
             }
             k => (k, "chosen by the job or the caller".to_string()),
         };

@@ -47,7 +47,11 @@ pub fn for_each_container(kinds: &[ContainerKind], mut f: impl FnMut(&Runtime, &
                     container: Some(container),
                     ..Default::default()
                 };
-                f(&rt, &opts, &format!("{threads} threads, split {split_size:?}, {container}"));
+                f(
+                    &rt,
+                    &opts,
+                    &format!("{threads} threads, split {split_size:?}, {container}"),
+                );
             }
         }
     }

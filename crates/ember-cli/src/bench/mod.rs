@@ -8,18 +8,21 @@ use anyhow::Result;
 use clap::Subcommand;
 
 mod compare;
+mod containers;
 mod histogram;
 mod ingest;
+mod inverted_index;
 mod linreg;
 mod merge;
-mod strmatch;
-mod inverted_index;
 mod sort;
+mod strmatch;
 mod wordcount;
 
 /// The benchmarks.
 #[derive(Subcommand)]
 pub(crate) enum Bench {
+    /// Every container and Auto, inverted index on Metis' four input shapes.
+    Containers(containers::Args),
     /// The one-pass p-way merge vs concat-and-sort, on the sort workload.
     Merge(merge::Args),
     /// Read-then-map vs the chunked ingest pipeline on a throttled reader.
@@ -43,6 +46,7 @@ pub(crate) fn run(b: Bench) -> Result<()> {
     match b {
         Bench::Ingest(a) => ingest::run(a),
         Bench::Merge(a) => merge::run(a),
+        Bench::Containers(a) => containers::run(a),
         Bench::Wordcount(a) => wordcount::run(a),
         Bench::Histogram(a) => histogram::run(a),
         Bench::Linreg(a) => linreg::run(a),

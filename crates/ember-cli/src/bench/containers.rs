@@ -1,0 +1,119 @@
+//! `ember bench containers`: Metis' data-structure study (its section 5.4)
+//! with inverted index: every container and `Auto` on four inputs of the
+//! shapes Metis used, all in one run.
+
+use anyhow::Result;
+use clap::Args as ClapArgs;
+use ember::{ContainerKind, Input, RunOptions, Runtime};
+use ember_apps::inverted_index::{build, Docs};
+use ember_apps::text::{text, TextSpec};
+
+use super::{all_threads, median, timed};
+use crate::common::parse_size;
+
+/// `ember bench containers`.
+#[derive(ClapArgs)]
+pub(crate) struct Args {
+    /// Size of each generated input.
+    #[arg(long, value_parser = parse_size, default_value = "32MiB")]
+    size: u64,
+    /// Runs of each contender; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Worker threads (default: all CPUs).
+    #[arg(long, short = 't')]
+    threads: Option<usize>,
+}
+
+/// The containers that can hold inverted index's keys, then `Auto`.
+const KINDS: [ContainerKind; 4] = [
+    ContainerKind::Hash,
+    ContainerKind::HashTree,
+    ContainerKind::Append,
+    ContainerKind::Auto,
+];
+
+fn corpus(size: u64, vocab: usize, zipf: f64, seed: u64) -> Vec<u8> {
+    text(&TextSpec {
+        size,
+        vocab,
+        zipf,
+        seed,
+    })
+}
+
+/// The four inputs: (name, bytes). Words average ~8 bytes, so `size / 8`
+/// words; "few dups" draws uniformly from a vocabulary that large.
+fn inputs(size: u64) -> Vec<(&'static str, Vec<u8>)> {
+    let words = (size / 8) as usize;
+    let half = size / 2;
+    vec![
+        ("few keys, many dups", corpus(size, 1_000, 1.0, 1)),
+        ("many keys, few dups", corpus(size, words, 0.0, 2)),
+        ("many keys, many dups", corpus(size, 1_000_000, 1.0, 3)),
+        (
+            "unpredictable (few keys, then many)",
+            [
+                corpus(half, 1_000, 1.0, 4),
+                corpus(size - half, words, 0.0, 5),
+            ]
+            .concat(),
+        ),
+    ]
+}
+
+/// Runs `ember bench containers`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let rt = Runtime::builder().threads(all_threads(a.threads)).build()?;
+    println!(
+        "containers: inverted index (documents = lines), {:.1} MB inputs, {} threads, median of {} runs",
+        a.size as f64 / 1e6,
+        rt.threads(),
+        a.runs.max(1)
+    );
+    print!("{:<38}", "input");
+    for k in KINDS {
+        print!(" {:>10}", k.name());
+    }
+    println!("  auto chose, predicted/actual keys per worker, auto vs best");
+    for (name, data) in inputs(a.size) {
+        let input = Input::bytes(&data);
+        let mut times = vec![Vec::new(); KINDS.len()];
+        let mut auto_stats = None;
+        for _ in 0..a.runs.max(1) {
+            for (i, &k) in KINDS.iter().enumerate() {
+                let opts = RunOptions {
+                    container: Some(k),
+                    ..Default::default()
+                };
+                let mut stats = None;
+                times[i].push(timed(|| {
+                    stats = Some(build(&rt, &input, Docs::Lines, &opts)?.stats);
+                    Ok(())
+                })?);
+                if k == ContainerKind::Auto {
+                    auto_stats = stats;
+                }
+            }
+        }
+        let t: Vec<f64> = times.into_iter().map(median).collect();
+        let best = t[..KINDS.len() - 1]
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        print!("{name:<38}");
+        for x in &t {
+            print!(" {x:>9.3}s");
+        }
+        let s = auto_stats.expect("auto ran");
+        println!(
+            "  {} ({}/{}), {:.2}x",
+            s.container,
+            s.predicted_keys_per_worker
+                .map_or("-".into(), |p| p.to_string()),
+            s.actual_keys_per_worker,
+            t[KINDS.len() - 1] / best
+        );
+    }
+    Ok(())
+}
