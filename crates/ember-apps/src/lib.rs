@@ -6,3 +6,7 @@
 
 pub mod text;
 pub mod wordcount;
+mod isa;
+pub mod kmeans;
+pub mod matrix;
+pub mod multijob;

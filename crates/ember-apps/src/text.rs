@@ -49,7 +49,9 @@ struct Vocab {
     guide: Vec<u32>,
 }
 
-fn rng_for(seed: u64, stream: u64) -> Xoshiro256PlusPlus {
+/// The random stream `stream` of `seed`: streams are independent, so blocks of
+/// output can be generated in parallel and still be reproducible.
+pub(crate) fn rng_for(seed: u64, stream: u64) -> Xoshiro256PlusPlus {
     let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
     for _ in 0..stream % 64 {
         r.jump();

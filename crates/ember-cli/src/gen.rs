@@ -16,6 +16,8 @@ pub(crate) enum Gen {
     /// Text: lines of 8-16 words from a Zipf-distributed vocabulary (word
     /// count, inverted index).
     Text(TextArgs),
+    /// k-means points: uniform integer coordinates (an ember matrix file).
+    Kmeans(crate::kmeans::GenArgs),
 }
 
 /// `ember gen text`.
@@ -66,6 +68,7 @@ pub(crate) fn run(g: Gen) -> Result<()> {
             bar.finish_and_clear();
             Ok(())
         }
+        Gen::Kmeans(a) => crate::kmeans::gen(a),
     }
 }
 

@@ -7,6 +7,8 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod common;
 mod gen;
+mod kmeans;
+mod numeric;
 mod wordcount;
 
 /// ember: a MapReduce runtime for one large shared-memory machine.
@@ -23,6 +25,8 @@ enum Command {
     Demo(wordcount::DemoArgs),
     /// Count words (runs of ASCII letters, lower-cased) in files.
     Wordcount(wordcount::Args),
+    /// Cluster integer points with k-means (one MapReduce job per iteration).
+    Kmeans(kmeans::Args),
     /// Generate reproducible inputs for the workloads.
     #[command(subcommand)]
     Gen(gen::Gen),
@@ -37,6 +41,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(a) => wordcount::demo(a),
         Command::Wordcount(a) => wordcount::run(a),
+        Command::Kmeans(a) => kmeans::run(a),
         Command::Gen(g) => gen::run(g),
         Command::Bench(b) => bench::run(b),
     };
