@@ -10,3 +10,4 @@ mod isa;
 pub mod kmeans;
 pub mod matrix;
 pub mod multijob;
+pub mod pca;

@@ -18,6 +18,8 @@ pub(crate) enum Gen {
     Text(TextArgs),
     /// k-means points: uniform integer coordinates (an ember matrix file).
     Kmeans(crate::kmeans::GenArgs),
+    /// PCA matrix: uniform integer values (an ember matrix file).
+    Pca(crate::pca::GenArgs),
 }
 
 /// `ember gen text`.
@@ -69,6 +71,7 @@ pub(crate) fn run(g: Gen) -> Result<()> {
             Ok(())
         }
         Gen::Kmeans(a) => crate::kmeans::gen(a),
+        Gen::Pca(a) => crate::pca::gen(a),
     }
 }
 

@@ -9,6 +9,7 @@ mod common;
 mod gen;
 mod kmeans;
 mod numeric;
+mod pca;
 mod wordcount;
 
 /// ember: a MapReduce runtime for one large shared-memory machine.
@@ -27,6 +28,8 @@ enum Command {
     Wordcount(wordcount::Args),
     /// Cluster integer points with k-means (one MapReduce job per iteration).
     Kmeans(kmeans::Args),
+    /// Means and covariance matrix of the rows of an integer matrix (two jobs).
+    Pca(pca::Args),
     /// Generate reproducible inputs for the workloads.
     #[command(subcommand)]
     Gen(gen::Gen),
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => wordcount::demo(a),
         Command::Wordcount(a) => wordcount::run(a),
         Command::Kmeans(a) => kmeans::run(a),
+        Command::Pca(a) => pca::run(a),
         Command::Gen(g) => gen::run(g),
         Command::Bench(b) => bench::run(b),
     };

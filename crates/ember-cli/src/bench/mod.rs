@@ -8,6 +8,7 @@ use anyhow::Result;
 use clap::Subcommand;
 
 mod kmeans;
+mod pca;
 mod wordcount;
 
 /// The benchmarks.
@@ -17,6 +18,8 @@ pub(crate) enum Bench {
     Wordcount(wordcount::Args),
     /// k-means (WORKLOADS.md shape) vs the sequential implementation.
     Kmeans(kmeans::Args),
+    /// PCA (WORKLOADS.md shape) vs the sequential implementation.
+    Pca(pca::Args),
 }
 
 /// Runs a benchmark.
@@ -24,6 +27,7 @@ pub(crate) fn run(b: Bench) -> Result<()> {
     match b {
         Bench::Wordcount(a) => wordcount::run(a),
         Bench::Kmeans(a) => kmeans::run(a),
+        Bench::Pca(a) => pca::run(a),
     }
 }
 
