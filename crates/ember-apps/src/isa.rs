@@ -57,3 +57,34 @@ mod x86 {
         f()
     }
 }
+
+/// A length known at compile time ([`Fixed`]: loops over it unroll and
+/// vectorize without remainder handling, and small arrays stay in
+/// registers) or only at run time ([`Any`]). Kernels are generic over it and
+/// dispatch the common lengths to `Fixed`.
+pub(crate) trait Len: Copy {
+    /// The length.
+    fn get(self) -> usize;
+}
+
+/// A compile-time length.
+#[derive(Clone, Copy)]
+pub(crate) struct Fixed<const N: usize>;
+
+impl<const N: usize> Len for Fixed<N> {
+    #[inline(always)]
+    fn get(self) -> usize {
+        N
+    }
+}
+
+/// A run-time length.
+#[derive(Clone, Copy)]
+pub(crate) struct Any(pub(crate) usize);
+
+impl Len for Any {
+    #[inline(always)]
+    fn get(self) -> usize {
+        self.0
+    }
+}

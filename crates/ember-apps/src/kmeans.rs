@@ -21,9 +21,11 @@
 //! `(cluster, ClusterSum)` pair per non-empty cluster; the [`AddClusters`]
 //! combiner adds them; reduce divides.
 
-use ember::{Combiner, Emit, Error, Input, Job, Records, Result, RunOptions, Runtime, Split, Stats};
+use ember::{
+    Combiner, Emit, Error, Input, Job, Records, Result, RunOptions, Runtime, Split, Stats,
+};
 
-use crate::isa::vectorized;
+use crate::isa::{vectorized, Any, Fixed, Len};
 use crate::matrix::{decode_into, Matrix};
 use crate::multijob::add_stats;
 
@@ -162,7 +164,10 @@ impl Accum {
 
     #[inline(always)]
     fn add(&mut self, c: usize, p: &[i32]) {
-        for (s, &x) in self.sums[c * self.dims..(c + 1) * self.dims].iter_mut().zip(p) {
+        for (s, &x) in self.sums[c * self.dims..(c + 1) * self.dims]
+            .iter_mut()
+            .zip(p)
+        {
             *s += x as i64;
         }
         self.counts[c] += 1;
@@ -170,10 +175,14 @@ impl Accum {
 
     /// The non-empty clusters' sums.
     fn clusters(&self) -> impl Iterator<Item = (usize, ClusterSum)> + '_ {
-        self.counts.iter().enumerate().filter(|c| *c.1 > 0).map(|(c, &count)| {
-            let sums = self.sums[c * self.dims..(c + 1) * self.dims].to_vec();
-            (c, ClusterSum { sums, count })
-        })
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|c| *c.1 > 0)
+            .map(|(c, &count)| {
+                let sums = self.sums[c * self.dims..(c + 1) * self.dims].to_vec();
+                (c, ClusterSum { sums, count })
+            })
     }
 }
 
@@ -193,32 +202,6 @@ fn assign(metric: Metric, dims: usize, means: &[i32], points: &[i32], acc: &mut 
     )
 }
 
-/// A number of dimensions, known at compile time ([`Fixed`], so that the
-/// loops over coordinates unroll and stay in registers) or not ([`Any`]).
-trait Dims: Copy {
-    fn get(self) -> usize;
-}
-
-#[derive(Clone, Copy)]
-struct Fixed<const N: usize>;
-
-impl<const N: usize> Dims for Fixed<N> {
-    #[inline(always)]
-    fn get(self) -> usize {
-        N
-    }
-}
-
-#[derive(Clone, Copy)]
-struct Any(usize);
-
-impl Dims for Any {
-    #[inline(always)]
-    fn get(self) -> usize {
-        self.0
-    }
-}
-
 /// Points the narrow kernel handles at once, one per vector lane.
 const LANES: usize = 16;
 
@@ -226,7 +209,7 @@ const LANES: usize = 16;
 /// vector lanes, against every mean in turn; a strict `<` keeps the lowest
 /// cluster index on ties.
 #[inline(always)]
-fn assign_narrow<D: Dims>(dims: D, means: &[i32], points: &[i32], acc: &mut Accum) {
+fn assign_narrow<D: Len>(dims: D, means: &[i32], points: &[i32], acc: &mut Accum) {
     let d = dims.get();
     let mut coords = vec![[0i32; LANES]; d];
     let coords = &mut coords[..d];
@@ -485,10 +468,17 @@ mod tests {
             (4, 129, 50, 16),
             (3, 2, -1000, 17),
         ] {
-            let points: Vec<i32> = (0..n * dims).map(|_| r.gen_range(hi.min(0)..hi.max(1))).collect();
+            let points: Vec<i32> = (0..n * dims)
+                .map(|_| r.gen_range(hi.min(0)..hi.max(1)))
+                .collect();
             // Means with duplicates, so that ties happen.
-            let means: Vec<i32> = (0..k * dims).map(|_| r.gen_range(hi.min(0)..hi.max(1))).collect();
-            assert_eq!(Metric::for_data(dims, (hi.min(0), hi.max(1))), Metric::Narrow);
+            let means: Vec<i32> = (0..k * dims)
+                .map(|_| r.gen_range(hi.min(0)..hi.max(1)))
+                .collect();
+            assert_eq!(
+                Metric::for_data(dims, (hi.min(0), hi.max(1))),
+                Metric::Narrow
+            );
             let mut narrow = Accum::new(k, dims);
             assign(Metric::Narrow, dims, &means, &points, &mut narrow);
             let mut wide = Accum::new(k, dims);

@@ -4,10 +4,11 @@
 
 #![deny(missing_docs, unreachable_pub)]
 
-pub mod text;
-pub mod wordcount;
 mod isa;
 pub mod kmeans;
 pub mod matrix;
+pub mod matrix_multiply;
 pub mod multijob;
 pub mod pca;
+pub mod text;
+pub mod wordcount;

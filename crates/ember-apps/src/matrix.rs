@@ -41,12 +41,16 @@ impl<'a> Matrix<'a> {
             ));
         }
         if bytes[..8] != MAGIC {
-            return bad("not an ember matrix file (no EMBERMAT header; `ember gen` writes them)".into());
+            return bad(
+                "not an ember matrix file (no EMBERMAT header; `ember gen` writes them)".into(),
+            );
         }
         let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
         let (rows, cols) = (word(8), word(16));
         if cols == 0 {
-            return bad(format!("the header says {rows} x 0: a matrix needs at least 1 column"));
+            return bad(format!(
+                "the header says {rows} x 0: a matrix needs at least 1 column"
+            ));
         }
         let data = &bytes[HEADER_BYTES..];
         let expected = rows
@@ -54,7 +58,9 @@ impl<'a> Matrix<'a> {
             .and_then(|v| v.checked_mul(4))
             .filter(|&b| b <= isize::MAX as u64);
         let Some(expected) = expected else {
-            return bad(format!("the header says {rows} x {cols}, too large to be a file"));
+            return bad(format!(
+                "the header says {rows} x {cols}, too large to be a file"
+            ));
         };
         if data.len() as u64 != expected {
             let row_bytes = 4 * cols;
@@ -125,7 +131,11 @@ pub fn header(rows: u64, cols: u64) -> [u8; HEADER_BYTES] {
 
 /// Writes a `rows x cols` matrix file holding `values` (row by row).
 pub fn write(rows: usize, cols: usize, values: &[i32], out: &mut impl Write) -> io::Result<()> {
-    assert_eq!(values.len(), rows * cols, "values of a {rows} x {cols} matrix");
+    assert_eq!(
+        values.len(),
+        rows * cols,
+        "values of a {rows} x {cols} matrix"
+    );
     out.write_all(&header(rows as u64, cols as u64))?;
     for chunk in values.chunks(1 << 16) {
         let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -228,7 +238,13 @@ mod tests {
         let bytes = matrix(&spec);
         assert_eq!(bytes.len() as u64, spec.file_bytes());
         assert_eq!(bytes, matrix(&spec));
-        assert_ne!(bytes, matrix(&MatrixSpec { seed: 4, ..spec.clone() }));
+        assert_ne!(
+            bytes,
+            matrix(&MatrixSpec {
+                seed: 4,
+                ..spec.clone()
+            })
+        );
         let m = Matrix::parse(&bytes, "m").unwrap();
         assert_eq!((m.rows, m.cols), (300, 1000));
         let v = m.values();

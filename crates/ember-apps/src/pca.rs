@@ -96,7 +96,11 @@ const MIN_NARROW_CHUNK: u64 = 64;
 impl Prepared {
     fn new(m: &Matrix<'_>) -> Prepared {
         let values = m.values();
-        let max_abs = values.iter().map(|v| v.unsigned_abs() as u64).max().unwrap_or(0);
+        let max_abs = values
+            .iter()
+            .map(|v| v.unsigned_abs() as u64)
+            .max()
+            .unwrap_or(0);
         let square = (max_abs * max_abs).max(1);
         let narrow_chunk = i32::MAX as u64 / square;
         if narrow_chunk >= MIN_NARROW_CHUNK {
@@ -195,8 +199,12 @@ fn group<E: Elem, const R: usize>(
         start = end;
     }
     for t in 0..R {
+        // Row i = first + t: dots[j - first][t] for j >= i.
         let i = first + t;
-        let cov = (i..m).map(|j| covariance(cols, dots[j - first][t], sums[i], sums[j]));
+        let cov = dots[t..]
+            .iter()
+            .zip(&sums[i..])
+            .map(|(d, &sum_j)| covariance(cols, d[t], sums[i], sum_j));
         out.push((i as u32, cov.collect()));
     }
 }
@@ -386,7 +394,9 @@ mod tests {
             .map(|i| {
                 (i..rows.len())
                     .map(|j| {
-                        let dot: i128 = (0..n).map(|k| rows[i][k] as i128 * rows[j][k] as i128).sum();
+                        let dot: i128 = (0..n)
+                            .map(|k| rows[i][k] as i128 * rows[j][k] as i128)
+                            .sum();
                         covariance(n, dot, sum(&rows[i]), sum(&rows[j]))
                     })
                     .collect()
@@ -398,7 +408,12 @@ mod tests {
     fn both_paths_match_the_definition() {
         // Small values take the narrow path, large ones the wide path with
         // chunks of 2 columns.
-        for (rows, cols, scale) in [(11, 70, 1000), (9, 5, i32::MAX), (17, 3, -5792), (8, 2, 5793)] {
+        for (rows, cols, scale) in [
+            (11, 70, 1000),
+            (9, 5, i32::MAX),
+            (17, 3, -5792),
+            (8, 2, 5793),
+        ] {
             let mut values: Vec<i32> = (0..rows * cols)
                 .map(|x| ((x as i64 * 7919 % 2001 - 1000) * scale as i64 / 1000) as i32)
                 .collect();
@@ -419,6 +434,9 @@ mod tests {
         let bytes = encode(2, 3, &[1, 2, 3, 2, 4, 6]);
         let p = sequential(&Matrix::parse(&bytes, "m").unwrap()).unwrap();
         assert_eq!((p.mean(0), p.mean(1)), (2.0, 4.0));
-        assert_eq!((p.cov(0, 0), p.cov(0, 1), p.cov(1, 0), p.cov(1, 1)), (1.0, 2.0, 2.0, 4.0));
+        assert_eq!(
+            (p.cov(0, 0), p.cov(0, 1), p.cov(1, 0), p.cov(1, 1)),
+            (1.0, 2.0, 2.0, 4.0)
+        );
     }
 }

@@ -20,6 +20,8 @@ pub(crate) enum Gen {
     Kmeans(crate::kmeans::GenArgs),
     /// PCA matrix: uniform integer values (an ember matrix file).
     Pca(crate::pca::GenArgs),
+    /// A matrix-multiply factor: uniform integer values (an ember matrix file).
+    Matmul(crate::matrix_multiply::GenArgs),
 }
 
 /// `ember gen text`.
@@ -72,6 +74,7 @@ pub(crate) fn run(g: Gen) -> Result<()> {
         }
         Gen::Kmeans(a) => crate::kmeans::gen(a),
         Gen::Pca(a) => crate::pca::gen(a),
+        Gen::Matmul(a) => crate::matrix_multiply::gen(a),
     }
 }
 

@@ -145,6 +145,10 @@ fn summarize(c: &Clustering, points: usize, secs: f64) {
         size(k - 1)
     );
     for &i in order.iter().take(5) {
-        println!("cluster {i:>4}: {:>8} points, mean {:?}", c.sizes[i], c.mean(i));
+        println!(
+            "cluster {i:>4}: {:>8} points, mean {:?}",
+            c.sizes[i],
+            c.mean(i)
+        );
     }
 }

@@ -8,6 +8,7 @@ mod bench;
 mod common;
 mod gen;
 mod kmeans;
+mod matrix_multiply;
 mod numeric;
 mod pca;
 mod wordcount;
@@ -30,6 +31,8 @@ enum Command {
     Kmeans(kmeans::Args),
     /// Means and covariance matrix of the rows of an integer matrix (two jobs).
     Pca(pca::Args),
+    /// Multiply two integer matrices (a map-only job).
+    MatrixMultiply(matrix_multiply::Args),
     /// Generate reproducible inputs for the workloads.
     #[command(subcommand)]
     Gen(gen::Gen),
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
         Command::Wordcount(a) => wordcount::run(a),
         Command::Kmeans(a) => kmeans::run(a),
         Command::Pca(a) => pca::run(a),
+        Command::MatrixMultiply(a) => matrix_multiply::run(a),
         Command::Gen(g) => gen::run(g),
         Command::Bench(b) => bench::run(b),
     };

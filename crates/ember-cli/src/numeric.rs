@@ -27,7 +27,10 @@ pub(crate) fn cached_matrix(spec: &MatrixSpec) -> Result<PathBuf> {
         spec.rows, spec.cols, spec.lo, spec.hi, spec.seed
     ));
     cached(&path, |f| {
-        let bar = progress(spec.file_bytes(), "generating matrix (cached for next time)");
+        let bar = progress(
+            spec.file_bytes(),
+            "generating matrix (cached for next time)",
+        );
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
         write_matrix(spec, &mut w, |n| bar.set_position(n))?;
         w.flush()?;
@@ -50,6 +53,9 @@ pub(crate) fn matrix<'a>(input: &'a Input<'_>) -> Result<Matrix<'a>> {
 
 /// Checks a generator's value range `0..max`.
 pub(crate) fn value_range(max: i32) -> Result<(i32, i32)> {
-    anyhow::ensure!(max >= 1, "--max must be at least 1 (values are drawn from 0..max)");
+    anyhow::ensure!(
+        max >= 1,
+        "--max must be at least 1 (values are drawn from 0..max)"
+    );
     Ok((0, max))
 }

@@ -114,7 +114,10 @@ fn summarize(p: &Pca, secs: f64) {
         let (lo, hi, sum, n) = v.fold((f64::MAX, f64::MIN, 0.0, 0usize), |(lo, hi, s, n), x| {
             (lo.min(x), hi.max(x), s + x, n + 1)
         });
-        println!("{what:<10} min {lo:.3}, mean {:.3}, max {hi:.3}", sum / n as f64);
+        println!(
+            "{what:<10} min {lo:.3}, mean {:.3}, max {hi:.3}",
+            sum / n as f64
+        );
     };
     spread("means", &mut (0..rows).map(|i| p.mean(i)));
     spread("variances", &mut (0..rows).map(|i| p.cov(i, i)));

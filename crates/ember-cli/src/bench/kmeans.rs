@@ -73,7 +73,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
             points.cols,
             params.clusters,
             want.iterations,
-            if want.converged { "converged" } else { "not converged" },
+            if want.converged {
+                "converged"
+            } else {
+                "not converged"
+            },
             a.runs.max(1)
         ),
         amount: assignments,
@@ -86,7 +90,10 @@ pub(crate) fn run(a: Args) -> Result<()> {
     }
     .print();
     if let Some(s) = last {
-        println!("\nember, {all} threads, last run, summed over its {} jobs:\n{s}", want.iterations);
+        println!(
+            "\nember, {all} threads, last run, summed over its {} jobs:\n{s}",
+            want.iterations
+        );
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use anyhow::Result;
 use clap::Subcommand;
 
 mod kmeans;
+mod matrix_multiply;
 mod pca;
 mod wordcount;
 
@@ -20,6 +21,8 @@ pub(crate) enum Bench {
     Kmeans(kmeans::Args),
     /// PCA (WORKLOADS.md shape) vs the sequential implementation.
     Pca(pca::Args),
+    /// Matrix multiply (WORKLOADS.md shape) vs the sequential implementation.
+    Matmul(matrix_multiply::Args),
 }
 
 /// Runs a benchmark.
@@ -28,6 +31,7 @@ pub(crate) fn run(b: Bench) -> Result<()> {
         Bench::Wordcount(a) => wordcount::run(a),
         Bench::Kmeans(a) => kmeans::run(a),
         Bench::Pca(a) => pca::run(a),
+        Bench::Matmul(a) => matrix_multiply::run(a),
     }
 }
 
