@@ -24,6 +24,7 @@ use ember::{Error, Input, MapOnlyJob, Records, Result, RunOptions, Runtime, Spli
 
 use crate::isa::vectorized;
 use crate::matrix::{decode_into, Matrix};
+use crate::multijob::add_stats;
 
 /// Columns of `B` (and `C`) per packed strip: four AVX-512 vectors of `i32`.
 const STRIP: usize = 64;
@@ -34,56 +35,118 @@ const ROWS: usize = 4;
 /// stays in the L2 cache while the split's rows go by.
 const KC: usize = 256;
 
-/// A matrix product.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A matrix product, in blocks of whole rows (as the map tasks made them:
+/// no copy to assemble it).
+#[derive(Debug, Clone, Eq)]
 pub struct Product {
     /// Rows of `C` (those of `A`).
     pub rows: usize,
     /// Columns of `C` (those of `B`).
     pub cols: usize,
-    /// `C`, row by row.
-    pub values: Vec<i32>,
+    /// Blocks of consecutive rows, in order.
+    blocks: Vec<Vec<i32>>,
+    /// The first row of each block.
+    starts: Vec<usize>,
 }
 
 impl Product {
+    fn from_blocks(rows: usize, cols: usize, blocks: Vec<Vec<i32>>) -> Product {
+        let mut starts = Vec::with_capacity(blocks.len());
+        let mut at = 0;
+        for b in &blocks {
+            starts.push(at);
+            at += b.len() / cols;
+        }
+        debug_assert_eq!(at, rows);
+        Product {
+            rows,
+            cols,
+            blocks,
+            starts,
+        }
+    }
+
     /// Row `i` of `C`.
     pub fn row(&self, i: usize) -> &[i32] {
-        &self.values[i * self.cols..(i + 1) * self.cols]
+        let b = self.starts.partition_point(|&s| s <= i) - 1;
+        let at = (i - self.starts[b]) * self.cols;
+        &self.blocks[b][at..at + self.cols]
+    }
+
+    /// The rows of `C`, in order.
+    pub fn iter_rows(&self) -> impl Iterator<Item = &[i32]> + '_ {
+        self.blocks.iter().flat_map(|b| b.chunks_exact(self.cols))
+    }
+
+    /// `C`, row by row, in one vector.
+    pub fn values(&self) -> Vec<i32> {
+        self.blocks.concat()
     }
 }
 
-/// `B` packed in strips of `STRIP` columns: `strips[(s * k + r) * STRIP +
-/// l]` is `B[r][s * STRIP + l]`, zero past the last column.
+impl PartialEq for Product {
+    /// Same shape and values, however the rows are blocked.
+    fn eq(&self, other: &Product) -> bool {
+        (self.rows, self.cols) == (other.rows, other.cols) && self.iter_rows().eq(other.iter_rows())
+    }
+}
+
+/// `B` packed for the kernel, in pieces of consecutive rows (`KC` rows, as
+/// the pack job's splits or the sequential loop cut them; any length works).
+/// A piece of `len` rows holds them in strips of `STRIP` columns: its value
+/// `(s * len + r) * STRIP + l` is `B[first + r][s * STRIP + l]`, zero past
+/// the last column. Contiguous strips mean that no power-of-two row stride
+/// makes a block of `B` collide with itself in the caches.
 struct Packed {
     k: usize,
     p: usize,
-    strips: Vec<i32>,
+    pieces: Vec<Vec<i32>>,
 }
 
 impl Packed {
-    fn new(b: &Matrix<'_>) -> Packed {
-        let (k, p) = (b.rows, b.cols);
-        let mut strips = vec![0i32; p.div_ceil(STRIP) * k * STRIP];
-        let mut row = Vec::with_capacity(p);
-        for (r, bytes) in b.data.chunks_exact(b.row_bytes()).enumerate() {
-            row.clear();
-            decode_into(bytes, &mut row);
-            for (s, cols) in row.chunks(STRIP).enumerate() {
-                let at = (s * k + r) * STRIP;
-                strips[at..at + cols.len()].copy_from_slice(cols);
-            }
-        }
-        Packed { k, p, strips }
-    }
-
     /// Number of strips.
     fn strips(&self) -> usize {
         self.p.div_ceil(STRIP)
     }
+}
 
-    /// Rows `ks` of strip `s`.
-    fn panel(&self, s: usize, ks: std::ops::Range<usize>) -> &[i32] {
-        &self.strips[(s * self.k + ks.start) * STRIP..(s * self.k + ks.end) * STRIP]
+/// Packs consecutive rows of `B` (`p` values each, as bytes).
+fn pack(rows: &[u8], p: usize) -> Vec<i32> {
+    let len = rows.len() / (4 * p);
+    let mut piece = vec![0i32; p.div_ceil(STRIP) * len * STRIP];
+    let mut row = Vec::with_capacity(p);
+    for (r, bytes) in rows.chunks_exact(4 * p).enumerate() {
+        row.clear();
+        decode_into(bytes, &mut row);
+        for (s, cols) in row.chunks(STRIP).enumerate() {
+            let at = (s * len + r) * STRIP;
+            piece[at..at + cols.len()].copy_from_slice(cols);
+        }
+    }
+    piece
+}
+
+/// The pack job: a split of `B`'s rows to its packed piece.
+struct Pack {
+    p: usize,
+}
+
+impl MapOnlyJob for Pack {
+    type Key = u32;
+    type Value = Vec<i32>;
+
+    fn records(&self) -> Records {
+        Records::Fixed(4 * self.p)
+    }
+
+    fn map(&self, split: Split<'_>, out: &mut Vec<(u32, Vec<i32>)>) {
+        let first = split.offset as usize / (4 * self.p);
+        out.push((first as u32, pack(split.data, self.p)));
+    }
+
+    fn sort_output(&self) -> bool {
+        // Splits come in row order.
+        false
     }
 }
 
@@ -111,7 +174,8 @@ fn tile<const R: usize>(a: &[&[i32]; R], panel: &[i32]) -> [[i32; STRIP]; R] {
 }
 
 /// Adds `a b` for rows `first..first + R` of `a` (rows of `k` values),
-/// strip `s` of `B` and inner block `ks` into `out` (rows of `padded`
+/// strip `s` of `B` and inner block `ks` (whose strip `s` is `panel`) into
+/// `out` (rows of `padded`
 /// values: whole strips, so that the tile is added with fixed-length loops
 /// and its accumulators never leave the registers).
 #[inline(always)]
@@ -120,14 +184,14 @@ fn add_tile<const R: usize>(
     b: &Packed,
     first: usize,
     s: usize,
-    ks: std::ops::Range<usize>,
+    (ks, panel): (std::ops::Range<usize>, &[i32]),
     out: &mut [i32],
 ) {
     let k = b.k;
     let padded = b.strips() * STRIP;
     let rows: [&[i32]; R] =
         std::array::from_fn(|t| &a[(first + t) * k + ks.start..(first + t) * k + ks.end]);
-    let acc = tile(&rows, b.panel(s, ks));
+    let acc = tile(&rows, panel);
     for (t, acc) in acc.iter().enumerate() {
         let at = (first + t) * padded + s * STRIP;
         let row: &mut [i32; STRIP] = (&mut out[at..at + STRIP])
@@ -148,18 +212,21 @@ fn multiply_rows(a: &[i32], b: &Packed, c: &mut Vec<i32>) {
     vectorized(
         #[inline(always)]
         || {
-            for k0 in (0..b.k).step_by(KC) {
-                let ks = k0..(k0 + KC).min(b.k);
-                for s in 0..b.strips() {
+            let mut k0 = 0;
+            for piece in &b.pieces {
+                let len = piece.len() / padded;
+                let ks = k0..k0 + len;
+                for (s, panel) in piece.chunks_exact(len * STRIP).enumerate() {
                     let mut i = 0;
                     while i + ROWS <= rows {
-                        add_tile::<ROWS>(a, b, i, s, ks.clone(), &mut out);
+                        add_tile::<ROWS>(a, b, i, s, (ks.clone(), panel), &mut out);
                         i += ROWS;
                     }
                     for i in i..rows {
-                        add_tile::<1>(a, b, i, s, ks.clone(), &mut out);
+                        add_tile::<1>(a, b, i, s, (ks.clone(), panel), &mut out);
                     }
                 }
+                k0 += len;
             }
         },
     );
@@ -223,7 +290,8 @@ fn default_rows_per_split(rows: usize, threads: usize) -> usize {
         .next_multiple_of(ROWS)
 }
 
-/// `A B` with ember: one map-only job on `rt`.
+/// `A B` with ember: two map-only jobs on `rt` (pack `B`, multiply); the
+/// stats are summed over both.
 pub fn run(
     rt: &Runtime,
     a: &Matrix<'_>,
@@ -231,42 +299,57 @@ pub fn run(
     opts: &RunOptions,
 ) -> Result<(Product, Stats)> {
     check(a, b)?;
-    let packed = Packed::new(b);
+    // Job 1 packs B in pieces of KC rows.
+    let pack_opts = RunOptions {
+        split_size: Some(KC * b.row_bytes()),
+        ..Default::default()
+    };
+    let pieces = rt.run_map_only(&Pack { p: b.cols }, &Input::bytes(b.data), &pack_opts)?;
+    let mut stats = Stats::default();
+    add_stats(&mut stats, &pieces.stats);
+    let packed = Packed {
+        k: b.rows,
+        p: b.cols,
+        pieces: pieces.pairs.into_iter().map(|(_, piece)| piece).collect(),
+    };
+    // Job 2 multiplies.
     let rows_per_split = default_rows_per_split(a.rows, rt.threads());
     let opts = RunOptions {
         split_size: opts.split_size.or(Some(rows_per_split * a.row_bytes())),
         ..opts.clone()
     };
     let out = rt.run_map_only(&Multiply { b: &packed }, &Input::bytes(a.data), &opts)?;
-    let mut values = Vec::with_capacity(a.rows * b.cols);
-    for (_, rows) in out.pairs {
-        values.extend_from_slice(&rows);
-    }
-    let product = Product {
-        rows: a.rows,
-        cols: b.cols,
-        values,
-    };
-    Ok((product, out.stats))
+    add_stats(&mut stats, &out.stats);
+    let blocks = out.pairs.into_iter().map(|(_, rows)| rows).collect();
+    Ok((Product::from_blocks(a.rows, b.cols, blocks), stats))
 }
 
 /// The plain sequential multiply: the correctness oracle and the benchmark
 /// baseline (the same kernel, on blocks of 128 rows).
 pub fn sequential(a: &Matrix<'_>, b: &Matrix<'_>) -> Result<Product> {
     check(a, b)?;
-    let packed = Packed::new(b);
-    let mut values = Vec::with_capacity(a.rows * b.cols);
+    let packed = Packed {
+        k: b.rows,
+        p: b.cols,
+        pieces: b
+            .data
+            .chunks(KC * b.row_bytes())
+            .map(|rows| pack(rows, b.cols))
+            .collect(),
+    };
     let mut rows = Vec::with_capacity(128 * a.cols);
-    for bytes in a.data.chunks(128 * a.row_bytes()) {
-        rows.clear();
-        decode_into(bytes, &mut rows);
-        multiply_rows(&rows, &packed, &mut values);
-    }
-    Ok(Product {
-        rows: a.rows,
-        cols: b.cols,
-        values,
-    })
+    let blocks = a
+        .data
+        .chunks(128 * a.row_bytes())
+        .map(|bytes| {
+            rows.clear();
+            decode_into(bytes, &mut rows);
+            let mut c = Vec::with_capacity(rows.len() / a.cols * b.cols);
+            multiply_rows(&rows, &packed, &mut c);
+            c
+        })
+        .collect();
+    Ok(Product::from_blocks(a.rows, b.cols, blocks))
 }
 
 #[cfg(test)]
@@ -301,7 +384,11 @@ mod tests {
                 &Matrix::parse(&bb, "b").unwrap(),
             )
             .unwrap();
-            assert_eq!(got.values, plain(&a, &b, m, k, p), "{m} x {k} x {p}");
+            let want = plain(&a, &b, m, k, p);
+            assert_eq!(got.values(), want, "{m} x {k} x {p}");
+            for i in 0..m {
+                assert_eq!(got.row(i), &want[i * p..(i + 1) * p]);
+            }
         }
     }
 }

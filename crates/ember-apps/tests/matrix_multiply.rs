@@ -45,7 +45,7 @@ fn ember_equals_sequential_and_the_definition() {
             Matrix::parse(&bb, "b").unwrap(),
         );
         let want = matrix_multiply::sequential(&a, &b).unwrap();
-        assert_eq!(want.values, plain(&a, &b), "{m} x {k} x {p}");
+        assert_eq!(want.values(), plain(&a, &b), "{m} x {k} x {p}");
         assert_eq!((want.rows, want.cols), (m as usize, p as usize));
         each_config(a.row_bytes(), |rt, opts, label| {
             let (got, stats) = matrix_multiply::run(rt, &a, &b, opts).unwrap();

@@ -73,7 +73,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let (c, stats) = matrix_multiply::run(&rt, &ma, &mb, &a.run.options())?;
     if let Some(path) = &a.output {
         let mut w = create_output(path)?;
-        matrix::write(c.rows, c.cols, &c.values, &mut w)?;
+        matrix::write(c.rows, c.cols, &c.values(), &mut w)?;
         w.flush()
             .with_context(|| format!("cannot write '{}'", path.display()))?;
     }
@@ -91,7 +91,10 @@ fn summarize(c: &Product, inner: usize, secs: f64) {
         secs,
         macs / secs.max(1e-9) / 1e9
     );
-    let checksum = c.values.iter().fold(0i32, |s, &v| s.wrapping_add(v));
+    let checksum = c
+        .iter_rows()
+        .flatten()
+        .fold(0i32, |s, &v| s.wrapping_add(v));
     println!("checksum (wrapping sum of C): {checksum}");
     for i in 0..c.rows.min(3) {
         let row = c.row(i);
