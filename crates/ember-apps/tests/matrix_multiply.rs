@@ -27,12 +27,13 @@ fn plain(a: &Matrix<'_>, b: &Matrix<'_>) -> Vec<i32> {
 #[test]
 fn ember_equals_sequential_and_the_definition() {
     // (m, k, p, value range): square like WORKLOADS.md, shapes off the
-    // kernel's block sizes, values that wrap.
+    // kernel's block sizes, values that wrap, an empty A.
     let cases = [
         (64, 64, 64, 0, 1000),
         (37, 300, 70, -1000, 1000),
         (9, 5, 130, i32::MIN, i32::MAX),
         (1, 1, 1, 0, 10),
+        (0, 3, 4, 0, 10),
     ];
     for (i, (m, k, p, lo, hi)) in cases.into_iter().enumerate() {
         let (ab, bb) = (

@@ -32,12 +32,13 @@ fn plain_upper(m: &Matrix<'_>) -> Vec<Vec<f64>> {
 #[test]
 fn ember_equals_sequential_and_the_definition() {
     // (rows, cols, value range): the WORKLOADS.md value range, negative
-    // values, the whole i32 range (the i64/i128 path), a single row.
+    // values, the whole i32 range (the i64/i128 path), a single row, none.
     let cases = [
         (61, 97, 0, 1000, 1),
         (40, 1030, -3000, 3000, 2),
         (23, 9, i32::MIN, i32::MAX, 3),
         (1, 5, 0, 10, 4),
+        (0, 5, 0, 10, 5),
     ];
     for (rows, cols, lo, hi, seed) in cases {
         let bytes = matrix(rows, cols, lo, hi, seed);
