@@ -95,23 +95,25 @@ const MIN_NARROW_CHUNK: u64 = 64;
 
 impl Prepared {
     fn new(m: &Matrix<'_>) -> Prepared {
-        let values = m.values();
-        let max_abs = values
-            .iter()
-            .map(|v| v.unsigned_abs() as u64)
-            .max()
-            .unwrap_or(0);
+        let max_abs = m.range().map_or(0, |(lo, hi)| {
+            (lo.unsigned_abs() as u64).max(hi.unsigned_abs() as u64)
+        });
         let square = (max_abs * max_abs).max(1);
         let narrow_chunk = i32::MAX as u64 / square;
         if narrow_chunk >= MIN_NARROW_CHUNK {
+            // |v| <= 5792 here: the casts are exact.
+            let values = m
+                .data
+                .chunks_exact(4)
+                .map(|b| i32::from_le_bytes(b.try_into().expect("4 bytes")) as i16)
+                .collect();
             Prepared::Narrow {
-                // |v| <= 5792 here: the casts are exact.
-                values: values.iter().map(|&v| v as i16).collect(),
+                values,
                 chunk: narrow_chunk.min(BLOCK_COLS as u64) as usize,
             }
         } else {
             Prepared::Wide {
-                values,
+                values: m.values(),
                 chunk: (i64::MAX as u64 / square).min(BLOCK_COLS as u64) as usize,
             }
         }
@@ -326,10 +328,12 @@ fn check(m: &Matrix<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Rows per split of job 2 unless the caller sets a split size: about 8
-/// splits per worker, in whole groups, for balance on the triangle.
+/// Rows per split of job 2 unless the caller sets a split size: about 16
+/// splits per worker, in whole groups, for balance on the triangle (the
+/// first splits have the most work; the last ones, the least, even out the
+/// end).
 fn default_rows_per_split(rows: usize, threads: usize) -> usize {
-    (rows / (threads * 8)).next_multiple_of(GROUP).max(GROUP)
+    (rows / (threads * 16)).next_multiple_of(GROUP).max(GROUP)
 }
 
 /// Means and covariances with ember: two jobs on `rt`; the stats are summed
