@@ -173,6 +173,19 @@ impl Accum {
         self.counts[c] += 1;
     }
 
+    /// Adds the point in lane `l` of `coords` (one row of lanes per
+    /// dimension).
+    #[inline(always)]
+    fn add_lane(&mut self, c: usize, coords: &[[i32; LANES]], l: usize) {
+        for (s, xs) in self.sums[c * self.dims..(c + 1) * self.dims]
+            .iter_mut()
+            .zip(coords)
+        {
+            *s += xs[l] as i64;
+        }
+        self.counts[c] += 1;
+    }
+
     /// The non-empty clusters' sums.
     fn clusters(&self) -> impl Iterator<Item = (usize, ClusterSum)> + '_ {
         self.counts
@@ -186,9 +199,41 @@ impl Accum {
     }
 }
 
+/// Where a kernel reads coordinates from: values decoded once (the
+/// sequential version) or the input's little-endian bytes, read in place
+/// (the map tasks: nothing is copied at each iteration).
+trait Source: Copy {
+    /// Number of coordinates.
+    fn len(self) -> usize;
+    /// Coordinate `i` (of point `i / dims`).
+    fn get(self, i: usize) -> i32;
+}
+
+impl Source for &[i32] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[i32]>::len(self)
+    }
+    #[inline(always)]
+    fn get(self, i: usize) -> i32 {
+        self[i]
+    }
+}
+
+impl Source for &[u8] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[u8]>::len(self) / 4
+    }
+    #[inline(always)]
+    fn get(self, i: usize) -> i32 {
+        i32::from_le_bytes(self[4 * i..4 * i + 4].try_into().expect("4 bytes"))
+    }
+}
+
 /// Assigns every point of `points` (`dims` coordinates each) to its nearest
 /// mean (`means`: `dims` coordinates per cluster) and adds it to `acc`.
-fn assign(metric: Metric, dims: usize, means: &[i32], points: &[i32], acc: &mut Accum) {
+fn assign(metric: Metric, dims: usize, means: &[i32], points: impl Source, acc: &mut Accum) {
     vectorized(
         #[inline(always)]
         || match (metric, dims) {
@@ -209,21 +254,18 @@ const LANES: usize = 16;
 /// vector lanes, against every mean in turn; a strict `<` keeps the lowest
 /// cluster index on ties.
 #[inline(always)]
-fn assign_narrow<D: Len>(dims: D, means: &[i32], points: &[i32], acc: &mut Accum) {
+fn assign_narrow<D: Len>(dims: D, means: &[i32], points: impl Source, acc: &mut Accum) {
     let d = dims.get();
+    let n = points.len() / d;
     let mut coords = vec![[0i32; LANES]; d];
     let coords = &mut coords[..d];
-    for chunk in points.chunks(d * LANES) {
-        let n = chunk.len() / d;
+    for first in (0..n).step_by(LANES) {
+        let count = LANES.min(n - first);
         // Lanes past the last point repeat it; they are not added.
-        for (l, p) in chunk
-            .chunks_exact(d)
-            .chain(std::iter::repeat(&chunk[(n - 1) * d..]))
-            .take(LANES)
-            .enumerate()
-        {
-            for (c, &x) in coords.iter_mut().zip(p) {
-                c[l] = x;
+        for l in 0..LANES {
+            let p = first + l.min(count - 1);
+            for (j, c) in coords.iter_mut().enumerate() {
+                c[l] = points.get(p * d + j);
             }
         }
         let mut best = [i32::MAX; LANES];
@@ -243,16 +285,20 @@ fn assign_narrow<D: Len>(dims: D, means: &[i32], points: &[i32], acc: &mut Accum
                 }
             }
         }
-        for (p, &c) in chunk.chunks_exact(d).zip(&which) {
-            acc.add(c as usize, p);
+        for (l, &c) in which.iter().enumerate().take(count) {
+            acc.add_lane(c as usize, coords, l);
         }
     }
 }
 
 /// The exact kernel for any coordinates: `i128` distances, point by point.
 #[inline(always)]
-fn assign_wide(dims: usize, means: &[i32], points: &[i32], acc: &mut Accum) {
-    for p in points.chunks_exact(dims) {
+fn assign_wide(dims: usize, means: &[i32], points: impl Source, acc: &mut Accum) {
+    let mut p = vec![0i32; dims];
+    for first in (0..points.len()).step_by(dims) {
+        for (j, x) in p.iter_mut().enumerate() {
+            *x = points.get(first + j);
+        }
         let mut best = (i128::MAX, 0);
         for (c, m) in means.chunks_exact(dims).enumerate() {
             let s: i128 = p
@@ -264,7 +310,7 @@ fn assign_wide(dims: usize, means: &[i32], points: &[i32], acc: &mut Accum) {
                 best = (s, c);
             }
         }
-        acc.add(best.1, p);
+        acc.add(best.1, &p);
     }
 }
 
@@ -287,10 +333,8 @@ impl Job for Step<'_> {
     }
 
     fn map<E: Emit<u32, ClusterSum>>(&self, split: Split<'_>, emit: &mut E) {
-        let mut points = Vec::with_capacity(split.data.len() / 4);
-        decode_into(split.data, &mut points);
         let mut acc = Accum::new(self.means.len() / self.dims, self.dims);
-        assign(self.metric, self.dims, self.means, &points, &mut acc);
+        assign(self.metric, self.dims, self.means, split.data, &mut acc);
         for (c, sum) in acc.clusters() {
             emit.emit(c as u32, sum);
         }
@@ -432,7 +476,7 @@ pub fn sequential(points: &Matrix<'_>, params: Params) -> Result<Clustering> {
         &s,
         |means| {
             let mut acc = Accum::new(params.clusters, s.dims);
-            assign(s.metric, s.dims, means, &values, &mut acc);
+            assign(s.metric, s.dims, means, &values[..], &mut acc);
             let clusters = acc.clusters().map(|(c, sum)| (c, (sum.mean(), sum.count)));
             Ok((clusters.collect(), ()))
         },
@@ -480,9 +524,15 @@ mod tests {
                 Metric::Narrow
             );
             let mut narrow = Accum::new(k, dims);
-            assign(Metric::Narrow, dims, &means, &points, &mut narrow);
+            assign(Metric::Narrow, dims, &means, &points[..], &mut narrow);
             let mut wide = Accum::new(k, dims);
-            assign(Metric::Wide, dims, &means, &points, &mut wide);
+            assign(Metric::Wide, dims, &means, &points[..], &mut wide);
+            // The same from the points' bytes, as the map tasks read them.
+            let bytes: Vec<u8> = points.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let mut from_bytes = Accum::new(k, dims);
+            assign(Metric::Narrow, dims, &means, &bytes[..], &mut from_bytes);
+            assert_eq!(from_bytes.sums, narrow.sums);
+            assert_eq!(from_bytes.counts, narrow.counts);
             let mut want = Accum::new(k, dims);
             for p in points.chunks_exact(dims) {
                 want.add(nearest(p, &means), p);
