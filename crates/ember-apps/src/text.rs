@@ -49,8 +49,8 @@ struct Vocab {
     guide: Vec<u32>,
 }
 
-/// The random stream `stream` of `seed`: independent streams for blocks
-/// generated in parallel.
+/// The random stream `stream` of `seed`: streams are independent, so blocks of
+/// output can be generated in parallel and still be reproducible.
 pub(crate) fn rng_for(seed: u64, stream: u64) -> Xoshiro256PlusPlus {
     let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
     for _ in 0..stream % 64 {

@@ -26,6 +26,12 @@ pub(crate) enum Gen {
     Docs(crate::inverted_index::DocsArgs),
     /// 100-byte records with random 10-byte keys, gensort layout (sort).
     Sort(crate::sort::GenArgs),
+    /// k-means points: uniform integer coordinates (an ember matrix file).
+    Kmeans(crate::kmeans::GenArgs),
+    /// PCA matrix: uniform integer values (an ember matrix file).
+    Pca(crate::pca::GenArgs),
+    /// A matrix-multiply factor: uniform integer values (an ember matrix file).
+    Matmul(crate::matrix_multiply::GenArgs),
 }
 
 /// `ember gen text`.
@@ -81,6 +87,9 @@ pub(crate) fn run(g: Gen) -> Result<()> {
         Gen::Strmatch(a) => crate::string_match::gen(a),
         Gen::Docs(a) => crate::inverted_index::gen(a),
         Gen::Sort(a) => crate::sort::gen(a),
+        Gen::Kmeans(a) => crate::kmeans::gen(a),
+        Gen::Pca(a) => crate::pca::gen(a),
+        Gen::Matmul(a) => crate::matrix_multiply::gen(a),
     }
 }
 

@@ -13,6 +13,10 @@ mod inverted_index;
 mod linear_regression;
 mod sort;
 mod string_match;
+mod kmeans;
+mod matrix_multiply;
+mod numeric;
+mod pca;
 mod wordcount;
 
 /// ember: a MapReduce runtime for one large shared-memory machine.
@@ -39,6 +43,12 @@ enum Command {
     InvertedIndex(inverted_index::Args),
     /// Sort 100-byte records by their 10-byte keys (gensort layout).
     Sort(sort::Args),
+    /// Cluster integer points with k-means (one MapReduce job per iteration).
+    Kmeans(kmeans::Args),
+    /// Means and covariance matrix of the rows of an integer matrix (two jobs).
+    Pca(pca::Args),
+    /// Multiply two integer matrices (a map-only job).
+    MatrixMultiply(matrix_multiply::Args),
     /// Generate reproducible inputs for the workloads.
     #[command(subcommand)]
     Gen(gen::Gen),
@@ -58,6 +68,9 @@ fn main() -> ExitCode {
         Command::StringMatch(a) => string_match::run(a),
         Command::InvertedIndex(a) => inverted_index::run(a),
         Command::Sort(a) => sort::run(a),
+        Command::Kmeans(a) => kmeans::run(a),
+        Command::Pca(a) => pca::run(a),
+        Command::MatrixMultiply(a) => matrix_multiply::run(a),
         Command::Gen(g) => gen::run(g),
         Command::Bench(b) => bench::run(b),
     };

@@ -16,6 +16,9 @@ mod linreg;
 mod merge;
 mod sort;
 mod strmatch;
+mod kmeans;
+mod matrix_multiply;
+mod pca;
 mod wordcount;
 
 /// The benchmarks.
@@ -39,6 +42,12 @@ pub(crate) enum Bench {
     Invindex(inverted_index::Args),
     /// Sort vs its sequential baseline and a rayon parallel sort.
     Sort(sort::Args),
+    /// k-means (WORKLOADS.md shape) vs the sequential implementation.
+    Kmeans(kmeans::Args),
+    /// PCA (WORKLOADS.md shape) vs the sequential implementation.
+    Pca(pca::Args),
+    /// Matrix multiply (WORKLOADS.md shape) vs the sequential implementation.
+    Matmul(matrix_multiply::Args),
 }
 
 /// Runs a benchmark.
@@ -53,6 +62,9 @@ pub(crate) fn run(b: Bench) -> Result<()> {
         Bench::Strmatch(a) => strmatch::run(a),
         Bench::Invindex(a) => inverted_index::run(a),
         Bench::Sort(a) => sort::run(a),
+        Bench::Kmeans(a) => kmeans::run(a),
+        Bench::Pca(a) => pca::run(a),
+        Bench::Matmul(a) => matrix_multiply::run(a),
     }
 }
 

@@ -1,0 +1,107 @@
+//! `ember matrix-multiply` and `ember gen matmul`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args as ClapArgs;
+use ember_apps::matrix::{self, MatrixSpec};
+use ember_apps::matrix_multiply::{self, Product};
+
+use crate::common::{create_output, RunArgs};
+use crate::numeric;
+
+/// `ember matrix-multiply`.
+#[derive(ClapArgs)]
+pub(crate) struct Args {
+    /// Matrix A (an ember matrix file, `ember gen matmul`); only read.
+    a: PathBuf,
+    /// Matrix B; only read.
+    b: PathBuf,
+    /// Write the product C as an ember matrix file (`-`: standard output).
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// `ember gen matmul`.
+#[derive(ClapArgs)]
+pub(crate) struct GenArgs {
+    /// Rows (and, unless --cols is given, columns): WORKLOADS.md uses 2048.
+    #[arg(long, default_value_t = 2048)]
+    n: u64,
+    /// Columns, for a non-square matrix.
+    #[arg(long)]
+    cols: Option<u64>,
+    /// Values are drawn uniformly from 0..max.
+    #[arg(long, default_value_t = 1000)]
+    max: i32,
+    /// Random seed: the same arguments give the same bytes (use two seeds
+    /// for A and B).
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Output file (`-` for standard output).
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+}
+
+/// A factor (values uniform in 0..max) as a matrix spec.
+pub(crate) fn factor_spec(rows: u64, cols: u64, max: i32, seed: u64) -> Result<MatrixSpec> {
+    anyhow::ensure!(cols >= 1, "a matrix needs at least 1 column");
+    let (lo, hi) = numeric::value_range(max)?;
+    Ok(MatrixSpec {
+        rows,
+        cols,
+        lo,
+        hi,
+        seed,
+    })
+}
+
+/// Runs `ember gen matmul`.
+pub(crate) fn gen(a: GenArgs) -> Result<()> {
+    let spec = factor_spec(a.n, a.cols.unwrap_or(a.n), a.max, a.seed)?;
+    numeric::generate(&spec, &a.out)
+}
+
+/// Runs `ember matrix-multiply`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let (ia, ib) = (numeric::open(&a.a)?, numeric::open(&a.b)?);
+    let (ma, mb) = (numeric::matrix(&ia)?, numeric::matrix(&ib)?);
+    let rt = a.run.runtime()?;
+    let (c, stats) = matrix_multiply::run(&rt, &ma, &mb, &a.run.options())?;
+    if let Some(path) = &a.output {
+        let mut w = create_output(path)?;
+        matrix::write(c.rows, c.cols, &c.values(), &mut w)?;
+        w.flush()
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    summarize(&c, ma.cols, stats.total_secs);
+    a.run.report(&stats)
+}
+
+/// Prints the shape, the speed, a checksum and a corner of C.
+fn summarize(c: &Product, inner: usize, secs: f64) {
+    let macs = (c.rows * c.cols * inner) as f64;
+    println!(
+        "matrix multiply: {} x {inner} times {inner} x {}: {:.3} s, {:.2} GMAC/s",
+        c.rows,
+        c.cols,
+        secs,
+        macs / secs.max(1e-9) / 1e9
+    );
+    let checksum = c
+        .iter_rows()
+        .flatten()
+        .fold(0i32, |s, &v| s.wrapping_add(v));
+    println!("checksum (wrapping sum of C): {checksum}");
+    for i in 0..c.rows.min(3) {
+        let row = c.row(i);
+        println!(
+            "C[{i}][..{}] = {:?}",
+            row.len().min(4),
+            &row[..row.len().min(4)]
+        );
+    }
+}
