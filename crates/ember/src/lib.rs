@@ -42,6 +42,7 @@ mod input;
 mod job;
 mod key;
 mod merge;
+mod pipeline;
 mod pool;
 mod predict;
 mod runtime;
@@ -53,5 +54,8 @@ pub use error::{Error, Phase, Result};
 pub use input::{Input, DEFAULT_SPLIT_SIZE};
 pub use job::{Emit, Job, MapOnlyJob, Records, Split, StateOf};
 pub use key::{Bytes, BytesProbe, Key, INLINE_KEY_BYTES};
+pub use pipeline::{
+    default_max_buffered_bytes, Mode, PipelineOptions, PipelineStats, DEFAULT_BUFFER_BYTES,
+};
 pub use runtime::{Output, RunOptions, Runtime, RuntimeBuilder};
 pub use stats::Stats;

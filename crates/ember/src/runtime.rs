@@ -33,6 +33,7 @@ use crate::input::{plan_splits, Input, SplitRange, DEFAULT_SPLIT_SIZE};
 use crate::job::{Job, MapOnlyJob, Records, Split};
 use crate::key::Key;
 use crate::merge;
+use crate::pipeline::{self, Busy, Mode, PipelineOptions};
 use crate::pool::Pool;
 use crate::predict;
 use crate::stats::{secs, Stats};
@@ -98,6 +99,10 @@ pub struct RunOptions {
     pub top: Option<usize>,
     /// Force an intermediate container (overrides the job's choice).
     pub container: Option<ContainerKind>,
+    /// Barrier or pipelined map and reduce (default: [`Mode::Auto`]).
+    pub mode: Option<Mode>,
+    /// Buffer size and memory bound of the pipelined mode.
+    pub pipeline: PipelineOptions,
 }
 
 /// The result of a run: the output pairs in order, and the stats.
@@ -112,30 +117,30 @@ pub struct Output<K, O> {
 type Run<J> = Vec<(<J as Job>::Key, <J as Job>::Out)>;
 
 /// The first failure of a phase, shared by its workers.
-struct Failure {
+pub(crate) struct Failure {
     set: AtomicBool,
     error: Mutex<Option<Error>>,
 }
 
 impl Failure {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Failure {
             set: AtomicBool::new(false),
             error: Mutex::new(None),
         }
     }
 
-    fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.set.load(Relaxed)
     }
 
-    fn record(&self, e: Error) {
+    pub(crate) fn record(&self, e: Error) {
         let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
         slot.get_or_insert(e);
         self.set.store(true, Relaxed);
     }
 
-    fn into_result(self) -> Result<()> {
+    pub(crate) fn into_result(self) -> Result<()> {
         match self.error.into_inner().unwrap_or_else(|p| p.into_inner()) {
             Some(e) => Err(e),
             None => Ok(()),
@@ -185,6 +190,10 @@ impl Runtime {
             split_secs: secs(start.elapsed()),
             ..Stats::default()
         };
+        let forced = !matches!(opts.container, None | Some(ContainerKind::Auto));
+        let (mode, why) = pipeline::choose(job, opts.mode, forced, self.threads());
+        (stats.mode, stats.mode_reason) = (mode.name().to_string(), why);
+        let pipelined = mode == Mode::Pipelined;
         let requested = opts.container.unwrap_or_else(|| job.container());
         let hint = job.keys();
         let dense_ok = J::Key::from_index(0).is_some();
@@ -213,7 +222,7 @@ impl Runtime {
             ContainerKind::Hash | ContainerKind::HashTree => true,
             _ => false,
         };
-        let sample = if needs_sample {
+        let sample = if needs_sample && !pipelined {
             predict::sample_splits(&splits, self.threads())
         } else {
             Vec::new()
@@ -272,6 +281,9 @@ impl Runtime {
             _ => splits.clone(),
         };
         let runs = match kind {
+            _ if pipelined => {
+                pipeline::run(&self.pool, job, input, &splits, &opts.pipeline, &mut stats)?
+            }
             ContainerKind::Hash => {
                 let kept = Mutex::new(sampled.unwrap_or_default());
                 let runs = self.run_in(job, input, &rest, &mut stats, |w| {
@@ -340,7 +352,10 @@ impl Runtime {
         container: impl Fn(usize) -> Counting<C> + Sync,
     ) -> Result<Vec<Run<J>>> {
         let map_start = Instant::now();
-        let workers = self.map_phase(input, splits, container, |c, _, split| job.map(split, c))?;
+        let map_busy = Busy::new(self.threads());
+        let workers = self.map_phase(input, splits, container, |c, _, split| {
+            map_busy.time(|| job.map(split, c))
+        })?;
         stats.map_secs = secs(map_start.elapsed());
         stats.map_tasks = workers.iter().map(|w| w.1).collect();
         stats.pairs_emitted = workers.iter().map(|w| w.0.pairs).sum();
@@ -357,6 +372,7 @@ impl Runtime {
             }
         }
         let reduce_tasks: Vec<AtomicU64> = (0..self.threads()).map(|_| AtomicU64::new(0)).collect();
+        let reduce_busy = Busy::new(self.threads());
         let runs: Vec<Result<Run<J>>> = self.pool.install(|| {
             columns
                 .into_par_iter()
@@ -364,8 +380,10 @@ impl Runtime {
                     if let Some(w) = rayon::current_thread_index() {
                         reduce_tasks[w].fetch_add(1, Relaxed);
                     }
-                    catch_unwind(AssertUnwindSafe(|| C::reduce(job, parts)))
-                        .map_err(|p| Error::panicked(Phase::Reduce, p))
+                    catch_unwind(AssertUnwindSafe(|| {
+                        reduce_busy.time(|| C::reduce(job, parts))
+                    }))
+                    .map_err(|p| Error::panicked(Phase::Reduce, p))
                 })
                 .collect()
         });
@@ -375,6 +393,13 @@ impl Runtime {
             .map(AtomicU64::into_inner)
             .collect();
         stats.reduce_secs = secs(reduce_start.elapsed());
+        stats.map_busy_secs = map_busy.secs();
+        stats.reduce_busy_secs = reduce_busy.secs();
+        stats.utilization = pipeline::utilization(
+            &[&stats.map_busy_secs, &stats.reduce_busy_secs],
+            self.threads(),
+            stats.map_secs + stats.reduce_secs,
+        );
         Ok(runs)
     }
 }
@@ -391,13 +416,14 @@ impl Runtime {
         let start = Instant::now();
         let splits = self.plan(input, job.records(), opts)?;
         let split_done = Instant::now();
+        let busy = Busy::new(self.threads());
         let workers = self.map_phase(
             input,
             &splits,
             |_| Vec::new(),
             |runs, i, split| {
                 let mut out = Vec::new();
-                job.map(split, &mut out);
+                busy.time(|| job.map(split, &mut out));
                 runs.push((i, out));
             },
         )?;
@@ -425,6 +451,17 @@ impl Runtime {
             splits: splits.len(),
             container: "append".into(),
             reduce_skipped: true,
+            mode: "map_only".into(),
+            mode_reason: format!(
+                "map-only job: no reduce to overlap or wait for ({} mode asked)",
+                opts.mode.unwrap_or_default()
+            ),
+            utilization: pipeline::utilization(
+                &[&busy.secs()],
+                self.threads(),
+                secs(map_done - split_done),
+            ),
+            map_busy_secs: busy.secs(),
             split_secs: secs(split_done - start),
             map_secs: secs(map_done - split_done),
             merge_secs: secs(end - map_done),

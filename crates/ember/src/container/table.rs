@@ -110,6 +110,28 @@ impl<K: Key, S> Table<K, S> {
         self.inserted();
     }
 
+    /// Bytes of the slot array.
+    pub(crate) fn bytes(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<Option<(K, S)>>()
+    }
+
+    /// Moves every key and state of this table into `dst` (joining states
+    /// with `merge`), leaving this table empty with its slots kept for reuse.
+    /// Prefetches the destination slot of a key a few slots ahead, so the
+    /// cache misses of a large `dst` overlap.
+    pub(crate) fn drain_into(&mut self, dst: &mut Table<K, S>, merge: impl Fn(&mut S, S)) {
+        const AHEAD: usize = 8;
+        for i in 0..self.slots.len() {
+            if let Some(Some((k, _))) = self.slots.get(i + AHEAD) {
+                dst.prefetch(k.hash_owned());
+            }
+            if let Some((k, s)) = self.slots[i].take() {
+                dst.merge_owned(k, s, &merge);
+            }
+        }
+        self.len = 0;
+    }
+
     #[inline(always)]
     fn inserted(&mut self) {
         self.len += 1;

@@ -1,0 +1,323 @@
+//! Pipelined map and reduce (SMR, "A Scalable MapReduce", sections 3.3 and
+//! 5): reducers fold map output while the map phase is still running,
+//! instead of waiting at a barrier for the last map task.
+//!
+//! # How a pipelined run goes
+//!
+//! With `T` workers there are `T` partitions, partition `r` owned by worker
+//! `r`, and `T x T` one-to-one channels: `inbox[r][m]` carries full buffers
+//! from mapper `m` to reducer `r`, so no two mappers ever push into the
+//! same channel (SMR's answer to MRPhi's contended many-to-one queue).
+//!
+//! - **Map**: each mapper keeps one buffer per reducer: a small, fixed-size
+//!   combining hash table (the job's combiner folds repeated keys at
+//!   emit, as the barrier mode's containers do). When a buffer is full it is
+//!   sent to its reducer and the mapper goes on at once with another buffer.
+//! - **Recycling**: the worker that folds a buffer empties it (keeping its
+//!   memory) and sends it back to the mapper's free list, so the steady
+//!   state allocates nothing: SMR's reusable array buffer.
+//! - **Bound**: buffers are counted against
+//!   [`PipelineOptions::max_buffered_bytes`]. Below it a mapper never waits
+//!   for a reducer (the channels are unbounded); at it, the mapper applies
+//!   back-pressure to itself: it takes a spare buffer from another mapper,
+//!   or folds waiting buffers itself (which frees them), or waits for a fold
+//!   in progress. Memory stays bounded and the run cannot deadlock, since
+//!   the bound leaves room for one buffer per mapper and reducer plus one
+//!   spare per mapper, and every buffer in flight can be folded by anyone.
+//! - **Reduce**: partition `r`'s table (a [`Table`](crate::container)) is
+//!   behind a lock that its folder holds; a buffer is only ever taken out of
+//!   its channel under that lock, with `try_lock`, so nobody blocks on it.
+//!   Once every mapper has sent its last buffer and every channel is empty,
+//!   each worker runs the job's `reduce` on its partition, and the runs go
+//!   to the merge phase, shared with the barrier mode.
+//!
+//! # Who reduces: every worker, between its map work
+//!
+//! No thread is created for a run: the pool's workers are the mappers and
+//! the reducers. Each worker maps; it folds the buffers waiting for its own
+//! partition after each hand-off and each split, while other splits remain
+//! (so reduce work is spread over the map phase, on a core whose cache is
+//! not yet cold for it); once a worker runs out of splits it helps fold any
+//! partition's buffers. Why not dedicated reducer threads:
+//!
+//! - on 2 cores, a dedicated reducer takes half the machine from map for
+//!   reduce work that is a fraction of map's; with both workers alternating,
+//!   no core idles while there is map work, and none idles while a straggler
+//!   maps its last split (the others fold for it);
+//! - on 64 cores, the same holds, and the fixed ownership spreads reduce
+//!   evenly (`T` partitions by hash); the one-to-one channels keep the
+//!   hand-off free of contention, and helpers only take partitions whose
+//!   lock is free.
+//!
+//! [`PipelineOptions::dedicated_reducers`] turns some workers into reducers
+//! only, to measure that choice (`ember bench pipeline` prints both).
+//!
+//! # Which jobs, and when it pays
+//!
+//! A job can be pipelined when the state its `reduce` gets is built by an
+//! associative and commutative combiner, so that partial states may be
+//! folded in any order, as buffers arrive: [`Job::pipelinable`] says so
+//! (false by default); other jobs run with the barrier, and the stats say
+//! why. [`Mode::Auto`] picks the barrier unless the job's shape is one where
+//! pipelining measured faster (see [`choose`]).
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::container::KeyHint;
+use crate::error::Result;
+use crate::input::{Input, SplitRange};
+use crate::job::Job;
+use crate::pool::Pool;
+use crate::stats::{secs, Stats};
+
+mod busy;
+mod exchange;
+mod worker;
+
+pub(crate) use busy::{utilization, Busy};
+
+/// How map and reduce are scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// The runtime chooses: the barrier unless the job can be pipelined and
+    /// its shape is one where pipelining measured faster.
+    #[default]
+    Auto,
+    /// Reduce starts when the last map task has finished (Phoenix, Metis).
+    Barrier,
+    /// Reducers fold map output as it is produced (SMR). Jobs that cannot
+    /// be pipelined ([`Job::pipelinable`]) still run with the barrier.
+    Pipelined,
+}
+
+impl Mode {
+    /// The mode's name, as the CLI and the stats spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Auto => "auto",
+            Mode::Barrier => "barrier",
+            Mode::Pipelined => "pipelined",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [Mode::Auto, Mode::Barrier, Mode::Pipelined]
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown mode '{s}' (auto, barrier, pipelined)"))
+    }
+}
+
+/// Default size of one pipeline buffer: 64 KiB (measured with
+/// `ember bench pipeline --buffer`: it combines the frequent keys of a
+/// Zipf text, and a mapper's `T` buffers stay in its L2 cache at small `T`).
+pub const DEFAULT_BUFFER_BYTES: usize = 64 << 10;
+
+/// Default bound on buffered bytes: 256 MiB, or an eighth of the machine's
+/// memory if that is less.
+pub fn default_max_buffered_bytes() -> usize {
+    let cap = 256 << 20;
+    physical_memory().map_or(cap, |m| cap.min(m / 8))
+}
+
+fn physical_memory() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        // SAFETY: sysconf only reads system configuration values.
+        let (pages, size) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        if pages > 0 && size > 0 {
+            return Some((pages as usize).saturating_mul(size as usize));
+        }
+    }
+    None
+}
+
+/// Settings of the pipelined mode.
+#[derive(Debug, Clone, Default)]
+pub struct PipelineOptions {
+    /// Bytes of one map buffer (default [`DEFAULT_BUFFER_BYTES`]). A buffer
+    /// is handed to its reducer when its keys fill it (or after 16 pairs per
+    /// key of room, for jobs with few keys); tiny buffers mean many
+    /// hand-offs. Shrunk if the bound cannot hold the buffers needed.
+    pub buffer_bytes: Option<usize>,
+    /// The bound on buffered bytes: all buffers that exist at once (being
+    /// filled, handed off and not yet folded, or free for reuse), counted at
+    /// their slot arrays' size (heap memory a key or a state owns, e.g. a
+    /// long byte-string key or a `KeepAll` vector, is not counted). At the
+    /// bound, mappers fold buffers themselves instead of allocating more.
+    /// Default [`default_max_buffered_bytes`]; too small a bound for the
+    /// thread count is a configuration error.
+    pub max_buffered_bytes: Option<usize>,
+    /// Workers that only reduce (at most all but one; default 0: every
+    /// worker maps and reduces). For measuring the scheduling choice.
+    pub dedicated_reducers: usize,
+}
+
+/// What a pipelined run measured (in [`Stats::pipeline`]).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct PipelineStats {
+    /// Bytes of one buffer.
+    pub buffer_bytes: usize,
+    /// Keys a buffer takes before it is handed off.
+    pub buffer_keys: usize,
+    /// The bound on buffered bytes.
+    pub max_buffered_bytes: usize,
+    /// The most bytes in buffers out of the free lists at once (being
+    /// filled, in flight or being folded): never above the bound.
+    pub peak_buffered_bytes: usize,
+    /// Buffers allocated in all (the rest of the hand-offs reused them).
+    pub buffers_allocated: usize,
+    /// Buffers handed from mappers to reducers.
+    pub batches: u64,
+    /// Buffers folded by a worker other than their partition's owner.
+    pub helped_batches: u64,
+    /// Times a mapper found the buffer budget spent (back-pressure).
+    pub backpressure_waits: u64,
+    /// Workers that only reduced.
+    pub dedicated_reducers: usize,
+    /// Seconds the workers spent waiting, summed (back-pressure with
+    /// nothing to fold, or reducers waiting for buffers).
+    pub idle_secs: f64,
+}
+
+/// The mode a run uses, and why. `threads` is the pool's size.
+///
+/// `Auto` picks the pipelined mode only for a pipelinable job on more than
+/// one thread whose keys are not known to be few (`KeyHint::Dense`, where
+/// the array container's plain indexing beats any hash table) or unique (where
+/// nothing combines), and only when the caller did not ask for a container
+/// (a container is a barrier-mode choice). See `ember bench pipeline` for
+/// the measurements behind it.
+pub(crate) fn choose<J: Job>(
+    job: &J,
+    mode: Option<Mode>,
+    container_forced: bool,
+    threads: usize,
+) -> (Mode, String) {
+    let requested = mode.unwrap_or_default();
+    if requested == Mode::Barrier {
+        return (Mode::Barrier, "chosen by the caller".into());
+    }
+    if !job.pipelinable() {
+        return (
+            Mode::Barrier,
+            format!(
+                "{} mode asked, but the job is not pipelinable (Job::pipelinable: its reduce \
+                 needs a state from an associative and commutative combiner)",
+                requested.name()
+            ),
+        );
+    }
+    if requested == Mode::Pipelined {
+        return (Mode::Pipelined, "chosen by the caller".into());
+    }
+    if threads < 2 {
+        return (
+            Mode::Barrier,
+            "auto: one thread has nothing to overlap".into(),
+        );
+    }
+    if container_forced {
+        return (
+            Mode::Barrier,
+            "auto: the caller chose a container, a barrier-mode choice".into(),
+        );
+    }
+    match job.keys() {
+        KeyHint::Dense(_) => (
+            Mode::Barrier,
+            "auto: dense integer keys: the array container beats buffers and tables".into(),
+        ),
+        KeyHint::Unique => (
+            Mode::Barrier,
+            "auto: unique keys: nothing combines, buffers would only copy".into(),
+        ),
+        KeyHint::Unknown => (
+            Mode::Pipelined,
+            "auto: pipelinable job with repeated keys on several threads".into(),
+        ),
+    }
+}
+
+/// Runs the map and reduce phases pipelined and returns the reduced runs
+/// (one per partition), as the barrier mode's `run_in` does. Fills in the
+/// stats of those phases.
+pub(crate) fn run<J: Job>(
+    pool: &Pool,
+    job: &J,
+    input: &Input<'_>,
+    splits: &[SplitRange],
+    opts: &PipelineOptions,
+    stats: &mut Stats,
+) -> Result<Vec<Vec<(J::Key, J::Out)>>> {
+    let threads = pool.threads();
+    let dedicated = opts.dedicated_reducers.min(threads - 1);
+    let mappers = threads - dedicated;
+    let max_bytes = opts
+        .max_buffered_bytes
+        .unwrap_or_else(default_max_buffered_bytes);
+    let sizing = exchange::Sizing::new::<J>(
+        opts.buffer_bytes.unwrap_or(DEFAULT_BUFFER_BYTES),
+        max_bytes,
+        mappers,
+        threads,
+    )?;
+    let x = exchange::Exchange::new(job, threads, mappers, splits.len(), sizing);
+
+    let start = Instant::now();
+    let reports = pool.broadcast(|w| worker::work(&x, w, w >= dedicated, input, splits));
+    let end = Instant::now();
+    let (allocated, peak) = x.memory();
+    x.failure.into_result()?;
+
+    let map_end = reports.iter().filter_map(|r| r.map_end).max();
+    stats.map_secs = map_end.map_or(0.0, |t| secs(t - start));
+    stats.reduce_secs = secs(end - map_end.unwrap_or(start));
+    stats.partitions = threads;
+    stats.container = "hash".into();
+    stats.container_reason = "pipelined: map buffers fold into one hash table per reducer".into();
+    stats.map_tasks = reports.iter().map(|r| r.tasks).collect();
+    stats.reduce_tasks = reports.iter().map(|r| r.clock.folded).collect();
+    stats.pairs_emitted = reports.iter().map(|r| r.pairs).sum();
+    let keys: usize = reports.iter().map(|r| r.run.len()).sum();
+    stats.actual_keys_per_worker = (keys / threads) as u64;
+    stats.map_busy_secs = reports.iter().map(|r| r.clock.map.as_secs_f64()).collect();
+    stats.reduce_busy_secs = reports
+        .iter()
+        .map(|r| r.clock.reduce.as_secs_f64())
+        .collect();
+    stats.utilization = utilization(
+        &[&stats.map_busy_secs, &stats.reduce_busy_secs],
+        threads,
+        secs(end - start),
+    );
+    stats.pipeline = Some(PipelineStats {
+        buffer_bytes: sizing.bytes,
+        buffer_keys: sizing.keys,
+        max_buffered_bytes: max_bytes,
+        peak_buffered_bytes: peak,
+        buffers_allocated: allocated,
+        batches: reports.iter().map(|r| r.clock.sent).sum(),
+        helped_batches: reports.iter().map(|r| r.clock.helped).sum(),
+        backpressure_waits: reports.iter().map(|r| r.clock.waits).sum(),
+        dedicated_reducers: dedicated,
+        idle_secs: reports.iter().map(|r| r.clock.idle.as_secs_f64()).sum(),
+    });
+    Ok(reports.into_iter().map(|r| r.run).collect())
+}
