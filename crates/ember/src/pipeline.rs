@@ -167,6 +167,11 @@ pub struct PipelineOptions {
     /// Workers that only reduce (at most all but one; default 0: every
     /// worker maps and reduces). For measuring the scheduling choice.
     pub dedicated_reducers: usize,
+    /// The map buffers' kind: `Some(true)` combining (a small hash table
+    /// folding repeated keys), `Some(false)` append (SMR's array buffer);
+    /// `None` (default): each mapper starts combining and switches to
+    /// appending if its first hand-offs show too few pairs per key.
+    pub combine: Option<bool>,
 }
 
 /// What a pipelined run measured (in [`Stats::pipeline`]).
@@ -191,6 +196,8 @@ pub struct PipelineStats {
     pub backpressure_waits: u64,
     /// Workers that only reduced.
     pub dedicated_reducers: usize,
+    /// Mappers that ended with combining buffers (the others appended).
+    pub combining_mappers: usize,
     /// Seconds the workers spent waiting, summed (back-pressure with
     /// nothing to fold, or reducers waiting for buffers).
     pub idle_secs: f64,
@@ -281,7 +288,8 @@ pub(crate) fn run<J: Job>(
     let x = exchange::Exchange::new(job, threads, mappers, splits.len(), sizing);
 
     let start = Instant::now();
-    let reports = pool.broadcast(|w| worker::work(&x, w, w >= dedicated, input, splits));
+    let reports =
+        pool.broadcast(|w| worker::work(&x, w, w >= dedicated, opts.combine, input, splits));
     let end = Instant::now();
     let (allocated, peak) = x.memory();
     x.failure.into_result()?;
@@ -317,6 +325,7 @@ pub(crate) fn run<J: Job>(
         helped_batches: reports.iter().map(|r| r.clock.helped).sum(),
         backpressure_waits: reports.iter().map(|r| r.clock.waits).sum(),
         dedicated_reducers: dedicated,
+        combining_mappers: reports.iter().filter(|r| r.combining == Some(true)).count(),
         idle_secs: reports.iter().map(|r| r.clock.idle.as_secs_f64()).sum(),
     });
     Ok(reports.into_iter().map(|r| r.run).collect())

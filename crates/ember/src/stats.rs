@@ -132,10 +132,13 @@ impl fmt::Display for Stats {
         if let Some(p) = &self.pipeline {
             writeln!(
                 f,
-                "pipeline  {} batches of {} KiB ({} helped, {} reduce-only workers), \
-                 peak {:.1} of {:.1} MiB buffered, {} back-pressure waits, {:.3} s idle",
+                "pipeline  {} batches of {} KiB ({} of {} mappers combining), {} helped, \
+                 {} reduce-only workers, peak {:.1} of {:.1} MiB buffered, \
+                 {} back-pressure waits, {:.3} s idle",
                 p.batches,
                 p.buffer_bytes >> 10,
+                p.combining_mappers,
+                self.threads - p.dedicated_reducers,
                 p.helped_batches,
                 p.dedicated_reducers,
                 p.peak_buffered_bytes as f64 / (1 << 20) as f64,

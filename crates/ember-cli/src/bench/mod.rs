@@ -7,6 +7,7 @@
 use anyhow::Result;
 use clap::Subcommand;
 
+mod pipeline;
 mod wordcount;
 
 /// The benchmarks.
@@ -14,12 +15,15 @@ mod wordcount;
 pub(crate) enum Bench {
     /// Word count vs the single-threaded C reference (reference/wc_baseline.c).
     Wordcount(wordcount::Args),
+    /// Barrier vs pipelined map and reduce on the same inputs.
+    Pipeline(pipeline::Args),
 }
 
 /// Runs a benchmark.
 pub(crate) fn run(b: Bench) -> Result<()> {
     match b {
         Bench::Wordcount(a) => wordcount::run(a),
+        Bench::Pipeline(a) => pipeline::run(a),
     }
 }
 

@@ -97,8 +97,15 @@ impl<K: Key, S> Table<K, S> {
 
     /// Folds an owned key and state in (joining another worker's table).
     pub(crate) fn merge_owned(&mut self, key: K, state: S, merge: impl FnOnce(&mut S, S)) {
+        let hash = key.hash_owned();
+        self.merge_hashed(key, hash, state, merge);
+    }
+
+    /// [`Table::merge_owned`] for a key whose hash is known.
+    #[inline]
+    fn merge_hashed(&mut self, key: K, hash: u64, state: S, merge: impl FnOnce(&mut S, S)) {
         let mask = self.mask();
-        let mut i = key.hash_owned() as usize & mask;
+        let mut i = hash as usize & mask;
         loop {
             match &mut self.slots[i] {
                 Some((k, s)) if *k == key => return merge(s, state),
@@ -110,6 +117,28 @@ impl<K: Key, S> Table<K, S> {
         self.inserted();
     }
 
+    /// Folds owned keys and states in, prefetching each key's slot a few
+    /// keys before it is merged, so that the cache misses of a large table
+    /// overlap.
+    pub(crate) fn merge_all(
+        &mut self,
+        items: impl Iterator<Item = (K, S)>,
+        merge: impl Fn(&mut S, S),
+    ) {
+        const AHEAD: usize = 8;
+        let mut ring: [Option<(K, u64, S)>; AHEAD] = std::array::from_fn(|_| None);
+        for (i, (k, s)) in items.enumerate() {
+            let hash = k.hash_owned();
+            self.prefetch(hash);
+            if let Some((k, h, s)) = ring[i % AHEAD].replace((k, hash, s)) {
+                self.merge_hashed(k, h, s, &merge);
+            }
+        }
+        for (k, h, s) in ring.into_iter().flatten() {
+            self.merge_hashed(k, h, s, &merge);
+        }
+    }
+
     /// Bytes of the slot array.
     pub(crate) fn bytes(&self) -> usize {
         self.slots.len() * std::mem::size_of::<Option<(K, S)>>()
@@ -117,18 +146,8 @@ impl<K: Key, S> Table<K, S> {
 
     /// Moves every key and state of this table into `dst` (joining states
     /// with `merge`), leaving this table empty with its slots kept for reuse.
-    /// Prefetches the destination slot of a key a few slots ahead, so the
-    /// cache misses of a large `dst` overlap.
     pub(crate) fn drain_into(&mut self, dst: &mut Table<K, S>, merge: impl Fn(&mut S, S)) {
-        const AHEAD: usize = 8;
-        for i in 0..self.slots.len() {
-            if let Some(Some((k, _))) = self.slots.get(i + AHEAD) {
-                dst.prefetch(k.hash_owned());
-            }
-            if let Some((k, s)) = self.slots[i].take() {
-                dst.merge_owned(k, s, &merge);
-            }
-        }
+        dst.merge_all(self.slots.iter_mut().filter_map(Option::take), merge);
         self.len = 0;
     }
 
@@ -243,5 +262,24 @@ mod tests {
             .iter()
             .filter(|(k, _)| k.as_bytes() != b"w0" && k.as_bytes() != b"new")
             .all(|(_, n)| *n == 3));
+    }
+
+    #[test]
+    fn drain_and_merge_all_fold_and_keep_the_slots() {
+        let key = |i: u32| Bytes::from(format!("key-{}", i % 1000).as_str());
+        let mut dst = Table::<Bytes, u64>::with_capacity(4);
+        let mut buf = Table::<Bytes, u64>::with_capacity(700);
+        let slots = buf.bytes();
+        for round in 0..3 {
+            for i in 0..700 {
+                buf.merge_owned(key(i * 7 + round), 1, |s, v| *s += v);
+            }
+            buf.drain_into(&mut dst, |s, v| *s += v);
+            assert_eq!((buf.len(), buf.bytes()), (0, slots));
+        }
+        let mut pairs: Vec<(Bytes, u64)> = (0..1000).map(|i| (key(i), 10)).collect();
+        dst.merge_all(pairs.drain(..), |s, v| *s += v);
+        let total: u64 = dst.into_iter().map(|(_, n)| n).sum();
+        assert_eq!(total, 3 * 700 + 10 * 1000);
     }
 }

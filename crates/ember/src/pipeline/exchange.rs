@@ -1,14 +1,25 @@
 //! The exchange between mappers and reducers: buffers, channels, the buffer
 //! budget (back-pressure) and folding.
 //!
-//! Buffers are small combining hash tables ([`Table`]): a mapper folds the
-//! values of a key into one entry with the job's combiner as it emits (so a
-//! frequent word costs one entry per buffer, not one per occurrence), and a
-//! reducer moves a full buffer's entries into its partition's table with the
-//! combiner's `merge`. A buffer is one contiguous slot array of fixed size
-//! that never grows (it is handed off before it would), so a buffer is
-//! reused for the whole run: emptied by the reducer that folds it, and sent
-//! back to its mapper.
+//! A buffer is one contiguous block of fixed size that never grows (it is
+//! handed off before it would), reused for the whole run: emptied by the
+//! worker that folds it, and sent back to its mapper. It comes in two kinds:
+//!
+//! - **combining**: a small hash table ([`Table`]); the mapper folds the
+//!   values of a key into one entry with the job's combiner as it emits, so
+//!   a frequent key costs one entry per buffer, not one per occurrence;
+//! - **append**: a plain array of `(key, state)` pairs (SMR's array buffer):
+//!   no lookup at all on the map side.
+//!
+//! A reducer moves a full buffer's entries into its partition's table with
+//! the combiner's `merge`, prefetching ahead. Combining pays when keys
+//! repeat within a buffer (a byte histogram: 256 keys); when they hardly do
+//! (word count on a large vocabulary: a 64 KiB buffer combines only 1.7
+//! occurrences per key) the lookups cost more than the entries they save,
+//! and appending wins, as SMR found for word count. So each mapper starts
+//! with combining buffers, measures pairs per entry over its first
+//! hand-offs, and switches to appending below [`MIN_COMBINING`] (unless
+//! the caller fixed the kind).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,8 +34,33 @@ use crate::error::{Error, Phase};
 use crate::job::{Job, StateOf};
 use crate::runtime::Failure;
 
-/// A buffer, and a reducer's partition table: keys and combiner states.
-pub(super) type Buf<J> = Table<<J as Job>::Key, StateOf<J>>;
+/// A reducer's partition table: keys and combiner states.
+pub(super) type Part<J> = Table<<J as Job>::Key, StateOf<J>>;
+
+/// Pairs per entry below which a mapper stops combining in its buffers.
+pub(super) const MIN_COMBINING: f64 = 3.0;
+
+/// A map buffer (see the module docs).
+pub(super) enum Buf<J: Job> {
+    /// Combining: one entry per key.
+    Table(Part<J>),
+    /// Appending: one entry per emitted pair.
+    Pairs(Vec<(J::Key, StateOf<J>)>),
+}
+
+impl<J: Job> Buf<J> {
+    /// Entries held.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Buf::Table(t) => t.len(),
+            Buf::Pairs(v) => v.len(),
+        }
+    }
+
+    fn combining(&self) -> bool {
+        matches!(self, Buf::Table(_))
+    }
+}
 
 /// Both ends of an unbounded channel.
 struct Chan<T> {
@@ -42,14 +78,18 @@ impl<T> Chan<T> {
 /// How big a buffer is and how many may exist.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Sizing {
-    /// Keys a buffer takes before it is handed off.
+    /// Keys a combining buffer takes before it is handed off.
     pub(super) keys: usize,
-    /// Pairs a buffer takes before it is handed off (bounds the work and,
-    /// for collecting combiners, the memory one buffer stands for).
+    /// Pairs a combining buffer takes before it is handed off (bounds the
+    /// work and, for collecting combiners, the memory one buffer stands for).
     pub(super) pairs: usize,
-    /// Keys the buffer's table is created for (at least `keys`; never grows).
+    /// Keys a combining buffer's table is created for (at least `keys`;
+    /// never grows).
     pub(super) table_keys: usize,
-    /// Bytes of one buffer's slot array.
+    /// Pairs an append buffer takes (its capacity: it never grows).
+    pub(super) append: usize,
+    /// Bytes of one buffer, of either kind (an append buffer is never
+    /// larger than a combining one).
     pub(super) bytes: usize,
     /// Buffers that may exist at once: the bound on buffered bytes divided
     /// by `bytes`.
@@ -77,10 +117,12 @@ impl Sizing {
         let table_keys = (slots * 7 / 10).saturating_sub(1).max(1);
         let probe = Table::<J::Key, StateOf<J>>::with_capacity(table_keys);
         let keys = (buffer_bytes / slot.max(1)).clamp(1, table_keys);
+        let pair = std::mem::size_of::<(J::Key, StateOf<J>)>().max(1);
         let sizing = Sizing {
             keys,
             pairs: keys.saturating_mul(16),
             table_keys,
+            append: (buffer_bytes / pair).clamp(1, probe.bytes() / pair),
             bytes: probe.bytes(),
             budget: max_bytes / probe.bytes(),
         };
@@ -154,7 +196,7 @@ pub(super) struct Exchange<'j, J: Job> {
     pub(super) sizing: Sizing,
     /// Partition `r`'s table, folded into by whoever holds the lock:
     /// reducer `r` itself, or an idle worker helping it.
-    parts: Vec<Mutex<Buf<J>>>,
+    parts: Vec<Mutex<Part<J>>>,
     /// `inbox[r][m]`: full buffers from mapper `m` for reducer `r` (one
     /// channel per mapper/reducer pair, so mappers never contend).
     inbox: Vec<Vec<Chan<Buf<J>>>>,
@@ -243,15 +285,25 @@ impl<'j, J: Job> Exchange<'j, J> {
         let _ = self.inbox[r][m].tx.send(buf);
     }
 
-    /// An empty buffer for mapper `me`: a recycled one, else a new one
-    /// within the budget, else (back-pressure) it folds waiting buffers or
-    /// waits until a buffer comes back. `None` when the run has failed.
-    pub(super) fn acquire(&self, me: usize, clock: &mut Clock) -> Option<Buf<J>> {
+    /// A new buffer of the given kind.
+    fn new_buf(&self, combining: bool) -> Buf<J> {
+        if combining {
+            Buf::Table(Table::with_capacity(self.sizing.table_keys))
+        } else {
+            Buf::Pairs(Vec::with_capacity(self.sizing.append))
+        }
+    }
+
+    /// An empty buffer of the given kind for mapper `me`: a recycled one,
+    /// else a new one within the budget, else (back-pressure) it folds
+    /// waiting buffers or waits until a buffer comes back. `None` when the
+    /// run has failed.
+    pub(super) fn acquire(&self, me: usize, combining: bool, clock: &mut Clock) -> Option<Buf<J>> {
         let mut counted = false;
         let mut backoff = Backoff::default();
         loop {
             if let Ok(b) = self.free[me].rx.try_recv() {
-                return Some(self.taken(b));
+                return Some(self.taken(b, combining));
             }
             let claim = self
                 .allocated
@@ -259,7 +311,7 @@ impl<'j, J: Job> Exchange<'j, J> {
                     (n < self.sizing.budget).then_some(n + 1)
                 });
             if claim.is_ok() {
-                return Some(self.taken(Table::with_capacity(self.sizing.table_keys)));
+                return Some(self.taken(self.new_buf(combining), combining));
             }
             // The budget is spent: any mapper's spare will do, else fold
             // (which frees buffers), else wait for a fold in progress.
@@ -269,7 +321,7 @@ impl<'j, J: Job> Exchange<'j, J> {
             }
             for m in (0..self.workers).filter(|&m| m != me) {
                 if let Ok(b) = self.free[m].rx.try_recv() {
-                    return Some(self.taken(b));
+                    return Some(self.taken(b, combining));
                 }
             }
             if self.failure.is_set() {
@@ -283,11 +335,17 @@ impl<'j, J: Job> Exchange<'j, J> {
         }
     }
 
-    /// Accounts for a buffer leaving the free lists.
-    fn taken(&self, b: Buf<J>) -> Buf<J> {
+    /// Accounts for a buffer leaving the free lists; one of the other kind
+    /// is replaced (in the same place of the budget: both kinds take at
+    /// most `sizing.bytes`).
+    fn taken(&self, b: Buf<J>, combining: bool) -> Buf<J> {
         let live = self.live.fetch_add(self.sizing.bytes, Ordering::Relaxed) + self.sizing.bytes;
         self.peak.fetch_max(live, Ordering::Relaxed);
-        b
+        if b.combining() == combining {
+            b
+        } else {
+            self.new_buf(combining)
+        }
     }
 
     /// Gives an empty buffer back to mapper `m`.
@@ -308,8 +366,9 @@ impl<'j, J: Job> Exchange<'j, J> {
         for (m, chan) in self.inbox[r].iter().enumerate() {
             while let Ok(mut buf) = chan.rx.try_recv() {
                 start.get_or_insert_with(Instant::now);
-                let fold = catch_unwind(AssertUnwindSafe(|| {
-                    buf.drain_into(&mut table, J::Combiner::merge)
+                let fold = catch_unwind(AssertUnwindSafe(|| match &mut buf {
+                    Buf::Table(t) => t.drain_into(&mut table, J::Combiner::merge),
+                    Buf::Pairs(v) => table.merge_all(v.drain(..), J::Combiner::merge),
                 }));
                 if let Err(p) = fold {
                     self.failure.record(Error::panicked(Phase::Reduce, p));
@@ -343,7 +402,7 @@ impl<'j, J: Job> Exchange<'j, J> {
     }
 
     /// Takes partition `r`'s table out, once every buffer has been folded.
-    pub(super) fn take_part(&self, r: usize) -> Buf<J> {
+    pub(super) fn take_part(&self, r: usize) -> Part<J> {
         std::mem::replace(&mut *lock(&self.parts[r]), Table::with_capacity(0))
     }
 }

@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::exchange::{Aborted, Backoff, Buf, Clock, Exchange};
+use super::exchange::{Aborted, Backoff, Buf, Clock, Exchange, MIN_COMBINING};
 use crate::combine::Combiner;
 use crate::container::partition_of;
 use crate::error::{Error, Phase};
@@ -25,6 +25,8 @@ pub(super) struct Report<J: Job> {
     pub(super) pairs: u64,
     /// When it finished mapping (None for a dedicated reducer).
     pub(super) map_end: Option<Instant>,
+    /// Whether it ended with combining buffers (None: it did not map).
+    pub(super) combining: Option<bool>,
     /// Where its time went.
     pub(super) clock: Clock,
 }
@@ -40,7 +42,18 @@ struct Mapper<'x, 'j, J: Job> {
     fill: Vec<usize>,
     pairs: u64,
     clock: Clock,
+    /// The kind of buffer this mapper takes: combining or append.
+    combining: bool,
+    /// Combining hand-offs left before the mapper judges whether combining
+    /// pays (0: judged, or the kind was fixed by the caller).
+    trial: usize,
+    /// Pairs and entries of the combining hand-offs so far.
+    trial_pairs: usize,
+    trial_entries: usize,
 }
+
+/// Combining hand-offs a mapper measures before choosing its buffer kind.
+const TRIAL_HANDOFFS: usize = 8;
 
 impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
     #[inline(always)]
@@ -51,22 +64,32 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
         self.pairs += 1;
         let buf = match &mut self.bufs[r] {
             Some(b) => b,
-            empty => match self.x.acquire(self.me, &mut self.clock) {
+            empty => match self.x.acquire(self.me, self.combining, &mut self.clock) {
                 Some(b) => empty.insert(b),
                 // Another worker failed: stop this map call.
                 None => resume_unwind(Box::new(Aborted)),
             },
         };
-        buf.upsert(&probe, hash, value, J::Combiner::init, J::Combiner::add);
-        self.fill[r] += 1;
-        if buf.len() >= self.x.sizing.keys || self.fill[r] >= self.x.sizing.pairs {
+        let full = match buf {
+            Buf::Table(t) => {
+                t.upsert(&probe, hash, value, J::Combiner::init, J::Combiner::add);
+                self.fill[r] += 1;
+                t.len() >= self.x.sizing.keys || self.fill[r] >= self.x.sizing.pairs
+            }
+            Buf::Pairs(v) => {
+                v.push((J::Key::from_probe(&probe), J::Combiner::init(value)));
+                v.len() >= self.x.sizing.append
+            }
+        };
+        if full {
             self.hand_off(r);
         }
     }
 }
 
 impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
-    fn new(x: &'x Exchange<'j, J>, me: usize) -> Self {
+    /// Mapper `me`; `combine` fixes the buffer kind (None: measured).
+    fn new(x: &'x Exchange<'j, J>, me: usize, combine: Option<bool>) -> Self {
         Mapper {
             x,
             me,
@@ -74,6 +97,25 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
             fill: vec![0; x.workers],
             pairs: 0,
             clock: Clock::default(),
+            combining: combine.unwrap_or(true),
+            trial: if combine.is_none() { TRIAL_HANDOFFS } else { 0 },
+            trial_pairs: 0,
+            trial_entries: 0,
+        }
+    }
+
+    /// Notes a combining hand-off of `entries` entries for `pairs` pairs;
+    /// after the trial, switches to append buffers if combining folded too
+    /// few pairs per entry to pay for its lookups.
+    fn judge(&mut self, pairs: usize, entries: usize) {
+        if self.trial == 0 {
+            return;
+        }
+        self.trial_pairs += pairs;
+        self.trial_entries += entries;
+        self.trial -= 1;
+        if self.trial == 0 {
+            self.combining = self.trial_pairs as f64 >= MIN_COMBINING * self.trial_entries as f64;
         }
     }
 
@@ -83,6 +125,9 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
     #[inline(never)]
     fn hand_off(&mut self, r: usize) {
         if let Some(buf) = self.bufs[r].take() {
+            if let Buf::Table(t) = &buf {
+                self.judge(self.fill[r], t.len());
+            }
             self.x.send(self.me, r, buf);
             self.clock.sent += 1;
         }
@@ -148,6 +193,7 @@ pub(super) fn work<J: Job>(
     x: &Exchange<'_, J>,
     me: usize,
     maps: bool,
+    combine: Option<bool>,
     input: &Input<'_>,
     splits: &[SplitRange],
 ) -> Report<J> {
@@ -156,12 +202,14 @@ pub(super) fn work<J: Job>(
         tasks: 0,
         pairs: 0,
         map_end: None,
+        combining: None,
         clock: Clock::default(),
     };
     if maps {
-        let mut mapper = Mapper::new(x, me);
+        let mut mapper = Mapper::new(x, me, combine);
         report.tasks = mapper.map_all(input, splits);
         report.pairs = mapper.pairs;
+        report.combining = Some(mapper.combining);
         report.clock = mapper.clock;
         report.map_end = Some(Instant::now());
         // Release: a reducer that reads 0 sees every buffer sent above.
