@@ -57,6 +57,25 @@ pub(crate) struct Args {
 /// must be the same in every mode.
 type Digest = (Stats, u64);
 
+/// CPU seconds (user and system, all threads) this process has used, from
+/// `/proc/self/stat` (in 1/100 s; 0 where there is no such file). On a
+/// shared machine this is steadier than wall time for comparing the work
+/// two modes do.
+fn cpu_secs() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // utime and stime: the 12th and 13th fields after the command name.
+    let rest = stat.rsplit_once(')').map_or("", |r| r.1);
+    let ticks: f64 = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|x| x.parse::<f64>().ok())
+        .sum();
+    ticks / 100.0
+}
+
 /// One workload of the table.
 struct Case<'a> {
     /// Row name.
@@ -246,10 +265,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
         a.runs.max(1)
     );
     println!(
-        "{:<10} {:<25} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>8} {:>8}",
+        "{:<10} {:<25} {:>8} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>8} {:>8}",
         "case",
         "mode",
         "time s",
+        "cpu s",
         "MB/s",
         "vs bar",
         "map s",
@@ -268,16 +288,17 @@ pub(crate) fn run(a: Args) -> Result<()> {
             top: Some(20),
             ..Default::default()
         };
-        let mut results: Vec<Vec<Digest>> = vec![Vec::new(); contenders.len()];
+        let mut results: Vec<Vec<(Digest, f64)>> = vec![Vec::new(); contenders.len()];
         let mut closures: Vec<Box<dyn FnMut() -> Result<f64> + '_>> = Vec::new();
         for (c, out) in contenders.iter().zip(results.iter_mut()) {
             let o = opts(c);
             let rt = &rt;
             let run = &case.run;
             closures.push(Box::new(move || {
+                let cpu = cpu_secs();
                 let d = run(rt, &o)?;
                 let t = d.0.total_secs;
-                out.push(d);
+                out.push((d, cpu_secs() - cpu));
                 Ok(t)
             }));
         }
@@ -286,9 +307,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
         let times = interleaved(a.runs, &mut refs)?;
         drop(refs);
         drop(closures);
-        let digest = results[0][0].1;
+        let digest = results[0][0].0 .1;
         for (c, r) in contenders.iter().zip(&results) {
-            if r.iter().any(|d| d.1 != digest) {
+            if r.iter().any(|d| d.0 .1 != digest) {
                 bail!(
                     "{}: {} gave a different output than barrier",
                     case.name,
@@ -298,15 +319,14 @@ pub(crate) fn run(a: Args) -> Result<()> {
         }
         for ((c, r), &t) in contenders.iter().zip(&results).zip(&times) {
             // The stats of the run closest to the median time.
+            let off = |z: &(Digest, f64)| (z.0 .0.total_secs - t).abs();
             let s = &r
                 .iter()
-                .min_by(|x, y| {
-                    (x.0.total_secs - t)
-                        .abs()
-                        .total_cmp(&(y.0.total_secs - t).abs())
-                })
+                .min_by(|x, y| off(x).total_cmp(&off(y)))
                 .expect("at least one run")
-                .0;
+                .0
+                 .0;
+            let cpu = median(r.iter().map(|x| x.1).collect());
             let (batches, peak) = s
                 .pipeline
                 .as_ref()
@@ -317,10 +337,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
                     )
                 });
             println!(
-                "{:<10} {:<25} {:>8.3} {:>8.1} {:>6.2}x {:>7.3} {:>7.3} {:>7.3} {:>5.1}% {:>8} {:>8}",
+                "{:<10} {:<25} {:>8.3} {:>6.2} {:>8.1} {:>6.2}x {:>7.3} {:>7.3} {:>7.3} {:>5.1}% {:>8} {:>8}",
                 case.name,
                 c.name,
                 t,
+                cpu,
                 case.bytes as f64 / 1e6 / t,
                 times[0] / t,
                 s.map_secs,

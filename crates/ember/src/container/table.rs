@@ -139,6 +139,11 @@ impl<K: Key, S> Table<K, S> {
         }
     }
 
+    /// Keys the table holds without growing.
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.len() * MAX_LOAD_NUM / MAX_LOAD_DEN
+    }
+
     /// Bytes of the slot array.
     pub(crate) fn bytes(&self) -> usize {
         self.slots.len() * std::mem::size_of::<Option<(K, S)>>()
