@@ -65,11 +65,13 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::container::KeyHint;
+use crate::container::hash::HashContainer;
+use crate::container::{Container, Counting, KeyHint};
 use crate::error::Result;
 use crate::input::{Input, SplitRange};
 use crate::job::Job;
 use crate::pool::Pool;
+use crate::predict::Prediction;
 use crate::stats::{secs, Stats};
 
 mod busy;
@@ -203,76 +205,133 @@ pub struct PipelineStats {
     pub idle_secs: f64,
 }
 
-/// The mode a run uses, and why. `threads` is the pool's size.
+/// Auto pipelines only when the sample shows at least this many pairs per
+/// distinct key: below it keys are nearly unique, nothing combines, and
+/// every pair would go through a buffer and a hash table where the
+/// barrier's append or unique container only copies it (measured: 4-5x
+/// slower pipelined, `ember bench pipeline --cases offsets-unhinted`).
+const AUTO_MIN_REPEATS: f64 = 1.05;
+
+/// Auto pipelines only when the sample predicts at least this many keys
+/// per worker: with fewer, each worker's barrier table stays small and
+/// cached, so combining at insert is cheap and the barrier's reduce phase
+/// short, and the buffers' extra pass costs more than the overlap saves
+/// (measured on 2 cores: word count on a 10K-word vocabulary 0.6x and on a
+/// 100K-word one (predicted 1.0M keys) 0.9x pipelined; on a 1M-word one
+/// (predicted 2.1M) 1.0-1.2x, and 1.6x on a 10M-word Zipf 0.6 text).
+const AUTO_MIN_KEYS: u64 = 1_500_000;
+
+/// True when the run is pipelined whatever a sample would show, so the
+/// runtime need not sample the input.
+pub(crate) fn skips_sample<J: Job>(job: &J, mode: Option<Mode>) -> bool {
+    mode == Some(Mode::Pipelined) && job.pipelinable()
+}
+
+/// The mode a run uses, and why. `threads` is the pool's size;
+/// `prediction` what the sample showed (`None` if the input was not
+/// sampled).
 ///
 /// `Auto` picks the pipelined mode only for a pipelinable job on more than
-/// one thread whose keys are not known to be few (`KeyHint::Dense`, where
-/// the array container's plain indexing beats any hash table) or unique (where
-/// nothing combines), and only when the caller did not ask for a container
-/// (a container is a barrier-mode choice). See `ember bench pipeline` for
-/// the measurements behind it.
+/// one thread, with no container forced by the caller (a container is a
+/// barrier-mode choice), whose keys are neither declared dense (the array
+/// container's plain indexing beats any buffer) nor unique (nothing
+/// combines), and whose sample shows repeated keys ([`AUTO_MIN_REPEATS`])
+/// and many of them ([`AUTO_MIN_KEYS`]). Everywhere else the barrier won
+/// or tied in `ember bench pipeline`.
 pub(crate) fn choose<J: Job>(
     job: &J,
     mode: Option<Mode>,
     container_forced: bool,
     threads: usize,
+    prediction: &Option<Prediction>,
 ) -> (Mode, String) {
     let requested = mode.unwrap_or_default();
+    let barrier = |why: String| (Mode::Barrier, why);
     if requested == Mode::Barrier {
-        return (Mode::Barrier, "chosen by the caller".into());
+        return barrier("chosen by the caller".into());
     }
     if !job.pipelinable() {
-        return (
-            Mode::Barrier,
-            format!(
-                "{} mode asked, but the job is not pipelinable (Job::pipelinable: its reduce \
-                 needs a state from an associative and commutative combiner)",
-                requested.name()
-            ),
-        );
+        return barrier(format!(
+            "{} mode asked, but the job is not pipelinable (Job::pipelinable: its reduce \
+             needs a state from an associative and commutative combiner)",
+            requested.name()
+        ));
     }
     if requested == Mode::Pipelined {
         return (Mode::Pipelined, "chosen by the caller".into());
     }
     if threads < 2 {
-        return (
-            Mode::Barrier,
-            "auto: one thread has nothing to overlap".into(),
-        );
+        return barrier("auto: one thread has nothing to overlap".into());
     }
     if container_forced {
-        return (
-            Mode::Barrier,
-            "auto: the caller chose a container, a barrier-mode choice".into(),
-        );
+        return barrier("auto: the caller chose a container, a barrier-mode choice".into());
     }
-    match job.keys() {
-        KeyHint::Dense(_) => (
-            Mode::Barrier,
-            "auto: dense integer keys: the array container beats buffers and tables".into(),
-        ),
-        KeyHint::Unique => (
-            Mode::Barrier,
-            "auto: unique keys: nothing combines, buffers would only copy".into(),
-        ),
-        KeyHint::Unknown => (
+    match (job.keys(), prediction) {
+        (KeyHint::Dense(_), _) => {
+            barrier("auto: dense integer keys: the array container beats buffers and tables".into())
+        }
+        (KeyHint::Unique, _) => {
+            barrier("auto: unique keys: nothing combines, buffers would only copy".into())
+        }
+        (_, None) => barrier("auto: input too small to sample".into()),
+        (_, Some(p)) if p.repeats < AUTO_MIN_REPEATS => barrier(format!(
+            "auto: sample: {:.2} pairs per key: nearly unique keys, nothing to fold",
+            p.repeats
+        )),
+        (_, Some(p)) if p.keys_per_worker < AUTO_MIN_KEYS => barrier(format!(
+            "auto: sample: {} keys per worker predicted (< {AUTO_MIN_KEYS}): \
+             combining at insert stays in cache",
+            p.keys_per_worker
+        )),
+        (_, Some(p)) => (
             Mode::Pipelined,
-            "auto: pipelinable job with repeated keys on several threads".into(),
+            format!(
+                "auto: sample: {} keys per worker predicted, {:.1} pairs per key: \
+                 reducers fold while mappers map",
+                p.keys_per_worker, p.repeats
+            ),
         ),
     }
 }
 
+/// What the pipelined run maps: every split, the indices of the sampled
+/// ones, and the sample's containers (one per worker) when it was kept.
+pub(crate) type Work<'s, J> = (
+    &'s [SplitRange],
+    &'s [usize],
+    Option<Vec<Counting<HashContainer<J>>>>,
+);
+
 /// Runs the map and reduce phases pipelined and returns the reduced runs
 /// (one per partition), as the barrier mode's `run_in` does. Fills in the
-/// stats of those phases.
+/// stats of those phases. A kept sample is not mapped again: each worker
+/// first sends its sample container's entries to the reducers.
 pub(crate) fn run<J: Job>(
     pool: &Pool,
     job: &J,
     input: &Input<'_>,
-    splits: &[SplitRange],
+    (all, sample, sampled): Work<'_, J>,
     opts: &PipelineOptions,
     stats: &mut Stats,
 ) -> Result<Vec<Vec<(J::Key, J::Out)>>> {
+    let (splits, seeds, seed_pairs) = match sampled {
+        Some(containers) => {
+            let rest: Vec<SplitRange> = all
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| sample.binary_search(i).is_err())
+                .map(|(_, s)| *s)
+                .collect();
+            let pairs: u64 = containers.iter().map(|c| c.pairs).sum();
+            let seeds: Vec<_> = containers
+                .into_iter()
+                .map(|c| std::sync::Mutex::new(Some(c.inner.into_parts())))
+                .collect();
+            (rest, seeds, pairs)
+        }
+        None => (all.to_vec(), Vec::new(), 0),
+    };
+    let splits = &splits[..];
     let threads = pool.threads();
     let dedicated = opts.dedicated_reducers.min(threads - 1);
     let mappers = threads - dedicated;
@@ -285,11 +344,22 @@ pub(crate) fn run<J: Job>(
         mappers,
         threads,
     )?;
-    let x = exchange::Exchange::new(job, threads, mappers, splits.len(), sizing);
+    let x = exchange::Exchange::new(job, threads, splits.len(), sizing);
 
     let start = Instant::now();
-    let reports =
-        pool.broadcast(|w| worker::work(&x, w, w >= dedicated, opts.combine, input, splits));
+    let reports = pool.broadcast(|w| {
+        let seed = seeds.get(w).and_then(|s| {
+            s.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .map(|parts| parts.into_iter().flatten())
+        });
+        let role = worker::Role {
+            maps: w >= dedicated,
+            combine: opts.combine,
+        };
+        worker::work(&x, w, role, seed, input, splits)
+    });
     let end = Instant::now();
     let (allocated, peak) = x.memory();
     x.failure.into_result()?;
@@ -302,7 +372,7 @@ pub(crate) fn run<J: Job>(
     stats.container_reason = "pipelined: map buffers fold into one hash table per reducer".into();
     stats.map_tasks = reports.iter().map(|r| r.tasks).collect();
     stats.reduce_tasks = reports.iter().map(|r| r.clock.folded).collect();
-    stats.pairs_emitted = reports.iter().map(|r| r.pairs).sum();
+    stats.pairs_emitted = seed_pairs + reports.iter().map(|r| r.pairs).sum::<u64>();
     let keys: usize = reports.iter().map(|r| r.run.len()).sum();
     stats.actual_keys_per_worker = (keys / threads) as u64;
     stats.map_busy_secs = reports.iter().map(|r| r.clock.map.as_secs_f64()).collect();
@@ -329,4 +399,124 @@ pub(crate) fn run<J: Job>(
         idle_secs: reports.iter().map(|r| r.clock.idle.as_secs_f64()).sum(),
     });
     Ok(reports.into_iter().map(|r| r.run).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::combine::Sum;
+    use crate::input::plan_splits;
+    use crate::job::{Emit, Records, Split};
+
+    /// Counts 2-byte keys: 65536 possible keys, repeated.
+    struct Pairs;
+
+    impl Job for Pairs {
+        type Key = u16;
+        type Value = u64;
+        type Combiner = Sum;
+        type Out = u64;
+        fn records(&self) -> Records {
+            Records::Fixed(2)
+        }
+        fn map<E: Emit<u16, u64>>(&self, split: Split<'_>, emit: &mut E) {
+            for c in split.data.chunks_exact(2) {
+                emit.emit(u16::from_le_bytes([c[0], c[1]]), 1);
+            }
+        }
+        fn reduce(&self, _key: &u16, n: u64) -> u64 {
+            n
+        }
+        fn pipelinable(&self) -> bool {
+            true
+        }
+    }
+
+    fn data() -> Vec<u8> {
+        (0..200_000u32)
+            .flat_map(|i| ((i * 7919 % 30_011) as u16).to_le_bytes())
+            .collect()
+    }
+
+    fn expected(data: &[u8]) -> Vec<(u16, u64)> {
+        let mut counts = std::collections::BTreeMap::new();
+        for c in data.chunks_exact(2) {
+            *counts.entry(u16::from_le_bytes([c[0], c[1]])).or_insert(0) += 1;
+        }
+        counts.into_iter().collect()
+    }
+
+    #[test]
+    fn a_kept_sample_is_sent_not_mapped_again() {
+        let data = data();
+        let input = Input::bytes(&data);
+        let splits = plan_splits(&input, Records::Fixed(2), 4096);
+        for threads in [1, 2, 3] {
+            let pool = Pool::new(threads).unwrap();
+            let sample: Vec<usize> = (0..splits.len()).step_by(7).collect();
+            let mut containers: Vec<_> = (0..threads)
+                .map(|_| Counting::new(HashContainer::<Pairs>::new(4 * threads, 16)))
+                .collect();
+            for (n, &i) in sample.iter().enumerate() {
+                let s = splits[i];
+                let split = Split {
+                    data: &data[s.start..s.end],
+                    part: 0,
+                    offset: s.start as u64,
+                };
+                Pairs.map(split, &mut containers[n % threads]);
+            }
+            let mut stats = Stats::default();
+            let opts = PipelineOptions {
+                buffer_bytes: Some(256),
+                ..Default::default()
+            };
+            let work = (&splits[..], &sample[..], Some(containers));
+            let runs = run(&pool, &Pairs, &input, work, &opts, &mut stats).unwrap();
+            let mut got: Vec<(u16, u64)> = runs.into_iter().flatten().collect();
+            got.sort();
+            assert_eq!(got, expected(&data), "{threads} threads");
+            assert_eq!(stats.pairs_emitted, 200_000);
+            let mapped: u64 = stats.map_tasks.iter().sum();
+            assert_eq!(mapped as usize, splits.len() - sample.len());
+        }
+    }
+
+    fn prediction(keys_per_worker: u64, repeats: f64) -> Option<Prediction> {
+        Some(Prediction {
+            pairs: 1000,
+            repeats,
+            beta: 0.5,
+            keys_per_worker,
+        })
+    }
+
+    #[test]
+    fn auto_follows_the_sample() {
+        let many = prediction(4_000_000, 3.8);
+        let (m, why) = choose(&Pairs, None, false, 2, &many);
+        assert_eq!(m, Mode::Pipelined, "{why}");
+        assert!(why.contains("4000000 keys per worker"), "{why}");
+        let (m, why) = choose(
+            &Pairs,
+            Some(Mode::Auto),
+            false,
+            2,
+            &prediction(100_000, 8.0),
+        );
+        assert_eq!(m, Mode::Barrier);
+        assert!(why.contains("stays in cache"), "{why}");
+        let (m, why) = choose(&Pairs, None, false, 2, &prediction(8_000_000, 1.0));
+        assert_eq!(m, Mode::Barrier);
+        assert!(why.contains("nearly unique"), "{why}");
+        let (m, why) = choose(&Pairs, None, false, 2, &None);
+        assert_eq!(m, Mode::Barrier);
+        assert!(why.contains("too small to sample"), "{why}");
+        assert_eq!(choose(&Pairs, None, false, 1, &many).0, Mode::Barrier);
+        assert_eq!(choose(&Pairs, None, true, 2, &many).0, Mode::Barrier);
+        let explicit = choose(&Pairs, Some(Mode::Pipelined), true, 1, &None);
+        assert_eq!(explicit, (Mode::Pipelined, "chosen by the caller".into()));
+        assert!(skips_sample(&Pairs, Some(Mode::Pipelined)));
+        assert!(!skips_sample(&Pairs, None));
+    }
 }

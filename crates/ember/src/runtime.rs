@@ -190,10 +190,6 @@ impl Runtime {
             split_secs: secs(start.elapsed()),
             ..Stats::default()
         };
-        let forced = !matches!(opts.container, None | Some(ContainerKind::Auto));
-        let (mode, why) = pipeline::choose(job, opts.mode, forced, self.threads());
-        (stats.mode, stats.mode_reason) = (mode.name().to_string(), why);
-        let pipelined = mode == Mode::Pipelined;
         let requested = opts.container.unwrap_or_else(|| job.container());
         let hint = job.keys();
         let dense_ok = J::Key::from_index(0).is_some();
@@ -222,7 +218,7 @@ impl Runtime {
             ContainerKind::Hash | ContainerKind::HashTree => true,
             _ => false,
         };
-        let sample = if needs_sample && !pipelined {
+        let sample = if needs_sample && !pipeline::skips_sample(job, opts.mode) {
             predict::sample_splits(&splits, self.threads())
         } else {
             Vec::new()
@@ -268,6 +264,10 @@ impl Runtime {
         let predicted = prediction
             .as_ref()
             .map_or(0, |p| p.keys_per_worker as usize);
+        let forced = !matches!(opts.container, None | Some(ContainerKind::Auto));
+        let (mode, why) = pipeline::choose(job, opts.mode, forced, self.threads(), &prediction);
+        (stats.mode, stats.mode_reason) = (mode.name().to_string(), why);
+        let pipelined = mode == Mode::Pipelined;
 
         // The sample's output is kept only by the hash container: the other
         // kinds map every split, the sampled ones included.
@@ -281,9 +281,14 @@ impl Runtime {
             _ => splits.clone(),
         };
         let runs = match kind {
-            _ if pipelined => {
-                pipeline::run(&self.pool, job, input, &splits, &opts.pipeline, &mut stats)?
-            }
+            _ if pipelined => pipeline::run(
+                &self.pool,
+                job,
+                input,
+                (&splits, &sample, sampled),
+                &opts.pipeline,
+                &mut stats,
+            )?,
             ContainerKind::Hash => {
                 let kept = Mutex::new(sampled.unwrap_or_default());
                 let runs = self.run_in(job, input, &rest, &mut stats, |w| {

@@ -7,14 +7,20 @@
 //! - `skewed`: the same corpus and counts, but the splits of the last 5% of
 //!   the input are made about `--skew` times as costly to map (each word
 //!   runs a calibrated amount of extra computation), so that with 100
-//!   splits, 5% of them carry half the map work and finish last.
+//!   splits, 5% of them carry half the map work and finish last;
+//! - `bytes`: a byte histogram of the corpus: 256 dense keys, the array
+//!   container's case in barrier mode;
+//! - `offsets`: every word keyed by its byte offset: unique keys, declared
+//!   (`KeyHint::Unique`, the barrier's unique container) or not
+//!   (`offsets-unhinted`: the barrier samples and picks by repetition).
 
 use std::hint::black_box;
 
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use ember::{
-    Bytes, Emit, Input, Job, Mode, PipelineOptions, Records, RunOptions, Runtime, Split, Stats, Sum,
+    Bytes, Emit, Input, Job, KeyHint, Mode, PipelineOptions, Records, RunOptions, Runtime, Split,
+    Stats, Sum,
 };
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::{for_each_word, is_separator, WordCount};
@@ -29,6 +35,12 @@ pub(crate) struct Args {
     /// Corpus size (1M-word vocabulary, Zipf 1.0, as word count's).
     #[arg(long, value_parser = parse_size, default_value = "128MiB")]
     size: u64,
+    /// Distinct words in the corpus' vocabulary.
+    #[arg(long, default_value_t = 1_000_000)]
+    vocab: usize,
+    /// Zipf exponent of the corpus' word frequencies.
+    #[arg(long, default_value_t = 1.0)]
+    zipf: f64,
     /// Runs of each contender; the median is reported.
     #[arg(long, default_value_t = 3)]
     runs: usize,
@@ -45,7 +57,8 @@ pub(crate) struct Args {
     /// How many times as costly a heavy split of the skewed case is.
     #[arg(long, default_value_t = 19.0)]
     skew: f64,
-    /// Cases to run, comma-separated: wordcount, skewed.
+    /// Cases to run, comma-separated: wordcount, skewed, bytes, offsets,
+    /// offsets-unhinted.
     #[arg(long, value_delimiter = ',', default_value = "wordcount,skewed")]
     cases: Vec<String>,
     /// Leave out the pipelined row with one reduce-only worker.
@@ -163,7 +176,9 @@ impl Job for Skewed {
     }
 }
 
-/// Map seconds (all workers) of `job` on `input`, one thread, barrier.
+/// CPU seconds of `job` on `input`, one thread, barrier (median of 3:
+/// CPU time, unlike wall time, hardly depends on what else the machine
+/// runs).
 fn map_cost(job: &Skewed, input: &Input<'_>) -> Result<f64> {
     let rt = Runtime::builder().threads(1).build()?;
     let opts = RunOptions {
@@ -173,21 +188,18 @@ fn map_cost(job: &Skewed, input: &Input<'_>) -> Result<f64> {
     };
     let times: Vec<f64> = (0..3)
         .map(|_| {
-            Ok(rt
-                .run_with(job, input, &opts)?
-                .stats
-                .map_busy_secs
-                .iter()
-                .sum())
+            let cpu = cpu_secs();
+            rt.run_with(job, input, &opts)?;
+            Ok(cpu_secs() - cpu)
         })
         .collect::<Result<_>>()?;
     Ok(median(times))
 }
 
 /// Rounds of [`spin`] per word that make a heavy split `skew` times as
-/// costly as a light one, measured on the first 8 MiB of the corpus.
+/// costly as a light one, measured on the first 32 MiB of the corpus.
 fn calibrate(data: &[u8], skew: f64) -> Result<u32> {
-    let sample = Input::bytes(&data[..data.len().min(8 << 20)]);
+    let sample = Input::bytes(&data[..data.len().min(32 << 20)]);
     let light = map_cost(
         &Skewed {
             heavy_from: u64::MAX,
@@ -218,6 +230,8 @@ fn calibrate(data: &[u8], skew: f64) -> Result<u32> {
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = TextSpec {
         size: a.size,
+        vocab: a.vocab,
+        zipf: a.zipf,
         ..TextSpec::default()
     };
     let file = crate::gen::cached_text(&spec)?;
@@ -229,7 +243,12 @@ pub(crate) fn run(a: Args) -> Result<()> {
         cases.push(match name.as_str() {
             "wordcount" => wordcount_case(&input),
             "skewed" => skewed_case(&input, a.skew)?,
-            other => bail!("unknown case '{other}' (wordcount, skewed)"),
+            "bytes" => bytes_case(&input),
+            "offsets" => offsets_case(&input, KeyHint::Unique),
+            "offsets-unhinted" => offsets_case(&input, KeyHint::Unknown),
+            other => bail!(
+                "unknown case '{other}' (wordcount, skewed, bytes, offsets, offsets-unhinted)"
+            ),
         });
     }
     let pipeline = PipelineOptions {
@@ -265,7 +284,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         a.runs.max(1)
     );
     println!(
-        "{:<10} {:<25} {:>8} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>8} {:>8}",
+        "{:<16} {:<25} {:>8} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>8} {:>8}",
         "case",
         "mode",
         "time s",
@@ -337,7 +356,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
                     )
                 });
             println!(
-                "{:<10} {:<25} {:>8.3} {:>6.2} {:>8.1} {:>6.2}x {:>7.3} {:>7.3} {:>7.3} {:>5.1}% {:>8} {:>8}",
+                "{:<16} {:<25} {:>8.3} {:>6.2} {:>8.1} {:>6.2}x {:>7.3} {:>7.3} {:>7.3} {:>5.1}% {:>8} {:>8}",
                 case.name,
                 c.name,
                 t,
@@ -362,7 +381,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             },
         )?;
         println!(
-            "{:<10} auto picks {}: {}",
+            "{:<16} auto picks {}: {}",
             case.name, auto.0.mode, auto.0.mode_reason
         );
     }
@@ -395,4 +414,116 @@ fn skewed_case<'a>(input: &'a Input<'a>, skew: f64) -> Result<Case<'a>> {
         split_size: Some((len as usize / 100).max(1)),
         run: Box::new(move |rt, opts| count_words(&job, rt, input, opts)),
     })
+}
+
+/// Counts byte values: 256 dense keys.
+struct ByteHistogram;
+
+impl Job for ByteHistogram {
+    type Key = u8;
+    type Value = u64;
+    type Combiner = Sum;
+    type Out = u64;
+
+    fn records(&self) -> Records {
+        Records::Fixed(1)
+    }
+
+    fn keys(&self) -> KeyHint {
+        KeyHint::Dense(256)
+    }
+
+    fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) {
+        for &b in split.data {
+            emit.emit(b, 1);
+        }
+    }
+
+    fn reduce(&self, _key: &u8, n: u64) -> u64 {
+        n
+    }
+
+    fn pipelinable(&self) -> bool {
+        true
+    }
+}
+
+/// Every word's length, keyed by its byte offset: each key occurs once.
+struct Offsets {
+    hint: KeyHint,
+}
+
+impl Job for Offsets {
+    type Key = u64;
+    type Value = u64;
+    type Combiner = Sum;
+    type Out = u64;
+
+    fn records(&self) -> Records {
+        Records::Separator(is_separator)
+    }
+
+    fn keys(&self) -> KeyHint {
+        self.hint
+    }
+
+    fn map<E: Emit<u64, u64>>(&self, split: Split<'_>, emit: &mut E) {
+        let mut start = None;
+        for (i, &b) in split.data.iter().chain([&b' ']).enumerate() {
+            match (is_separator(b), start) {
+                (false, None) => start = Some(i),
+                (true, Some(s)) => {
+                    emit.emit(split.offset + s as u64, (i - s) as u64);
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn reduce(&self, _key: &u64, len: u64) -> u64 {
+        len
+    }
+
+    fn pipelinable(&self) -> bool {
+        true
+    }
+}
+
+/// Runs a job with integer keys and counts: its stats, and a digest of the
+/// output, the pairs emitted and the distinct keys.
+fn run_counts<J, K>(job: &J, rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> Result<Digest>
+where
+    J: Job<Key = K, Out = u64>,
+    K: ember::Key + Into<u64> + Copy,
+{
+    let out = rt.run_with(job, input, opts)?;
+    let mut digest = out.stats.pairs_emitted ^ out.stats.distinct_keys.rotate_left(32);
+    for &(k, n) in &out.pairs {
+        digest = (digest ^ k.into()).wrapping_mul(0x100_0000_01b3);
+        digest = (digest ^ n).wrapping_mul(0x100_0000_01b3);
+    }
+    Ok((out.stats, digest))
+}
+
+fn bytes_case<'a>(input: &'a Input<'a>) -> Case<'a> {
+    Case {
+        name: "bytes".into(),
+        bytes: input.len() as u64,
+        split_size: None,
+        run: Box::new(move |rt, opts| run_counts(&ByteHistogram, rt, input, opts)),
+    }
+}
+
+fn offsets_case<'a>(input: &'a Input<'a>, hint: KeyHint) -> Case<'a> {
+    let name = match hint {
+        KeyHint::Unique => "offsets",
+        _ => "offsets-unhinted",
+    };
+    Case {
+        name: name.into(),
+        bytes: input.len() as u64,
+        split_size: None,
+        run: Box::new(move |rt, opts| run_counts(&Offsets { hint }, rt, input, opts)),
+    }
 }

@@ -214,7 +214,8 @@ pub(super) struct Exchange<'j, J: Job> {
     pub(super) next_split: AtomicUsize,
     /// Splits in all.
     pub(super) splits: usize,
-    /// Mappers that have not yet sent their last buffer. Each mapper
+    /// Workers that have not yet sent their last buffer (every worker
+    /// sends: its map output, or its share of a kept sample). Each worker
     /// decrements it once, with release ordering, after its last send;
     /// reducers read it with acquire ordering, so a reducer that sees 0
     /// also sees every buffer in the channels.
@@ -243,14 +244,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<'j, J: Job> Exchange<'j, J> {
-    /// The exchange of a run with `workers` workers, of which `mappers` map.
-    pub(super) fn new(
-        job: &'j J,
-        workers: usize,
-        mappers: usize,
-        splits: usize,
-        sizing: Sizing,
-    ) -> Self {
+    /// The exchange of a run with `workers` workers.
+    pub(super) fn new(job: &'j J, workers: usize, splits: usize, sizing: Sizing) -> Self {
         Exchange {
             job,
             workers,
@@ -264,7 +259,7 @@ impl<'j, J: Job> Exchange<'j, J> {
             free: (0..workers).map(|_| Chan::new()).collect(),
             next_split: AtomicUsize::new(0),
             splits,
-            mappers_left: AtomicUsize::new(mappers),
+            mappers_left: AtomicUsize::new(workers),
             allocated: AtomicUsize::new(0),
             live: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),

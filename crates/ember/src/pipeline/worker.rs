@@ -12,7 +12,7 @@ use crate::combine::Combiner;
 use crate::container::partition_of;
 use crate::error::{Error, Phase};
 use crate::input::{Input, SplitRange};
-use crate::job::{Emit, Job, Split};
+use crate::job::{Emit, Job, Split, StateOf};
 use crate::key::Key;
 
 /// What a worker brings back from the run.
@@ -151,6 +151,41 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
         }
     }
 
+    /// Sends entries already combined elsewhere (a kept sample's) to
+    /// their reducers, through append buffers.
+    fn seed(&mut self, entries: impl Iterator<Item = (J::Key, StateOf<J>)>) {
+        let start = Instant::now();
+        let before = (self.clock.reduce, self.clock.idle);
+        let combining = std::mem::replace(&mut self.combining, false);
+        for (k, s) in entries {
+            let r = partition_of(k.hash_owned(), self.x.workers);
+            let buf = match &mut self.bufs[r] {
+                Some(b) => b,
+                empty => match self.x.acquire(self.me, false, &mut self.clock) {
+                    Some(b) => empty.insert(b),
+                    None => return,
+                },
+            };
+            let full = match buf {
+                Buf::Table(t) => {
+                    t.merge_owned(k, s, J::Combiner::merge);
+                    t.len() >= self.x.sizing.keys
+                }
+                Buf::Pairs(v) => {
+                    v.push((k, s));
+                    v.len() >= self.x.sizing.append
+                }
+            };
+            if full {
+                self.hand_off(r);
+            }
+        }
+        self.flush();
+        self.combining = combining;
+        let nested = (self.clock.reduce - before.0) + (self.clock.idle - before.1);
+        self.clock.map += start.elapsed().saturating_sub(nested);
+    }
+
     /// Maps splits until none is left or the run fails.
     fn map_all(&mut self, input: &Input<'_>, splits: &[SplitRange]) -> u64 {
         let job = self.x.job;
@@ -186,14 +221,24 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
     }
 }
 
-/// Runs worker `me`: maps (unless it is a dedicated reducer), then folds
-/// until every mapper is done and every buffer folded, then reduces its
+/// What a worker does besides reducing.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Role {
+    /// It maps (false for a dedicated reducer).
+    pub(super) maps: bool,
+    /// The buffer kind, if fixed by the caller.
+    pub(super) combine: Option<bool>,
+}
+
+/// Runs worker `me`: sends its share of a kept sample (`seed`), maps
+/// (unless it is a dedicated reducer), then folds until every worker has
+/// sent its last buffer and every buffer is folded, then reduces its
 /// partition.
 pub(super) fn work<J: Job>(
     x: &Exchange<'_, J>,
     me: usize,
-    maps: bool,
-    combine: Option<bool>,
+    role: Role,
+    seed: Option<impl Iterator<Item = (J::Key, StateOf<J>)>>,
     input: &Input<'_>,
     splits: &[SplitRange],
 ) -> Report<J> {
@@ -205,16 +250,19 @@ pub(super) fn work<J: Job>(
         combining: None,
         clock: Clock::default(),
     };
-    if maps {
-        let mut mapper = Mapper::new(x, me, combine);
+    let mut mapper = Mapper::new(x, me, role.combine);
+    if let Some(entries) = seed {
+        mapper.seed(entries);
+    }
+    if role.maps {
         report.tasks = mapper.map_all(input, splits);
         report.pairs = mapper.pairs;
         report.combining = Some(mapper.combining);
-        report.clock = mapper.clock;
         report.map_end = Some(Instant::now());
-        // Release: a reducer that reads 0 sees every buffer sent above.
-        x.mappers_left.fetch_sub(1, Ordering::Release);
     }
+    report.clock = mapper.clock;
+    // Release: a reducer that reads 0 sees every buffer sent above.
+    x.mappers_left.fetch_sub(1, Ordering::Release);
     let clock = &mut report.clock;
     let mut backoff = Backoff::default();
     loop {
