@@ -144,6 +144,28 @@ impl<K: Key, S> Table<K, S> {
         self.slots.len() * MAX_LOAD_NUM / MAX_LOAD_DEN
     }
 
+    /// Folds owned keys and states whose hashes are known (`hashes[i]` is
+    /// the hash of `items[i].0`), prefetching each key's slot a few keys
+    /// before it is merged. Drains both vectors, keeping their memory.
+    pub(crate) fn merge_hashed_all(
+        &mut self,
+        hashes: &mut Vec<u64>,
+        items: &mut Vec<(K, S)>,
+        merge: impl Fn(&mut S, S),
+    ) {
+        const AHEAD: usize = 8;
+        for &h in hashes.iter().take(AHEAD) {
+            self.prefetch(h);
+        }
+        for (i, (k, s)) in items.drain(..).enumerate() {
+            if let Some(&h) = hashes.get(i + AHEAD) {
+                self.prefetch(h);
+            }
+            self.merge_hashed(k, hashes[i], s, &merge);
+        }
+        hashes.clear();
+    }
+
     /// Bytes of the slot array.
     pub(crate) fn bytes(&self) -> usize {
         self.slots.len() * std::mem::size_of::<Option<(K, S)>>()

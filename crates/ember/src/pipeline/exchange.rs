@@ -50,8 +50,9 @@ pub(super) const MIN_COMBINING: f64 = 3.0;
 pub(super) enum Buf<J: Job> {
     /// Combining: one entry per key.
     Table(Part<J>),
-    /// Appending: one entry per emitted pair.
-    Pairs(Vec<(J::Key, StateOf<J>)>),
+    /// Appending: one entry per emitted pair, with its key's hash (the
+    /// mapper has it already; the reducer prefetches with it).
+    Pairs(Vec<u64>, Vec<(J::Key, StateOf<J>)>),
 }
 
 impl<J: Job> Buf<J> {
@@ -59,7 +60,7 @@ impl<J: Job> Buf<J> {
     pub(super) fn len(&self) -> usize {
         match self {
             Buf::Table(t) => t.len(),
-            Buf::Pairs(v) => v.len(),
+            Buf::Pairs(_, v) => v.len(),
         }
     }
 
@@ -123,7 +124,7 @@ impl Sizing {
         let table_keys = (slots * 7 / 10).saturating_sub(1).max(1);
         let probe = Table::<J::Key, StateOf<J>>::with_capacity(table_keys);
         let keys = (buffer_bytes / slot.max(1)).clamp(1, table_keys);
-        let pair = std::mem::size_of::<(J::Key, StateOf<J>)>().max(1);
+        let pair = std::mem::size_of::<(J::Key, StateOf<J>)>() + std::mem::size_of::<u64>();
         let sizing = Sizing {
             keys,
             pairs: keys.saturating_mul(16),
@@ -291,7 +292,10 @@ impl<'j, J: Job> Exchange<'j, J> {
         if combining {
             Buf::Table(Table::with_capacity(self.sizing.table_keys))
         } else {
-            Buf::Pairs(Vec::with_capacity(self.sizing.append))
+            Buf::Pairs(
+                Vec::with_capacity(self.sizing.append),
+                Vec::with_capacity(self.sizing.append),
+            )
         }
     }
 
@@ -373,7 +377,7 @@ impl<'j, J: Job> Exchange<'j, J> {
                 }
                 let fold = catch_unwind(AssertUnwindSafe(|| match &mut buf {
                     Buf::Table(t) => t.drain_into(&mut table, J::Combiner::merge),
-                    Buf::Pairs(v) => table.merge_all(v.drain(..), J::Combiner::merge),
+                    Buf::Pairs(h, v) => table.merge_hashed_all(h, v, J::Combiner::merge),
                 }));
                 if let Err(p) = fold {
                     self.failure.record(Error::panicked(Phase::Reduce, p));

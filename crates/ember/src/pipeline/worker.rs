@@ -76,7 +76,8 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
                 self.fill[r] += 1;
                 t.len() >= self.x.sizing.keys || self.fill[r] >= self.x.sizing.pairs
             }
-            Buf::Pairs(v) => {
+            Buf::Pairs(h, v) => {
+                h.push(hash);
                 v.push((J::Key::from_probe(&probe), J::Combiner::init(value)));
                 v.len() >= self.x.sizing.append
             }
@@ -158,7 +159,8 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
         let before = (self.clock.reduce, self.clock.idle);
         let combining = std::mem::replace(&mut self.combining, false);
         for (k, s) in entries {
-            let r = partition_of(k.hash_owned(), self.x.workers);
+            let hash = k.hash_owned();
+            let r = partition_of(hash, self.x.workers);
             let buf = match &mut self.bufs[r] {
                 Some(b) => b,
                 empty => match self.x.acquire(self.me, false, &mut self.clock) {
@@ -171,7 +173,8 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
                     t.merge_owned(k, s, J::Combiner::merge);
                     t.len() >= self.x.sizing.keys
                 }
-                Buf::Pairs(v) => {
+                Buf::Pairs(h, v) => {
+                    h.push(hash);
                     v.push((k, s));
                     v.len() >= self.x.sizing.append
                 }
