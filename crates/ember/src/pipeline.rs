@@ -294,6 +294,9 @@ pub(crate) fn choose<J: Job>(
     }
 }
 
+/// One partition's reduced output.
+type Run<J> = Vec<(<J as Job>::Key, <J as Job>::Out)>;
+
 /// What the pipelined run maps: every split, the indices of the sampled
 /// ones, and the sample's containers (one per worker) when it was kept.
 pub(crate) type Work<'s, J> = (
@@ -313,7 +316,7 @@ pub(crate) fn run<J: Job>(
     (all, sample, sampled): Work<'_, J>,
     opts: &PipelineOptions,
     stats: &mut Stats,
-) -> Result<Vec<Vec<(J::Key, J::Out)>>> {
+) -> Result<Vec<Run<J>>> {
     let (splits, seeds, seed_pairs) = match sampled {
         Some(containers) => {
             let rest: Vec<SplitRange> = all

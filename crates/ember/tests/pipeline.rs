@@ -114,7 +114,7 @@ impl Combiner<u64> for SlowSum {
     }
     fn merge(s: &mut u64, other: u64) {
         if std::thread::current().name() == Some("ember-worker-0") {
-            std::thread::sleep(Duration::from_micros(20));
+            std::thread::sleep(Duration::from_micros(50));
         }
         *s += other;
     }
@@ -148,8 +148,8 @@ impl Job for SlowFolds {
 
 #[test]
 fn buffered_bytes_stay_within_the_bound_with_a_slow_reducer() {
-    let data: Vec<u8> = (0..40_000u32)
-        .flat_map(|i| (i * 7_919 % 40_000).to_le_bytes())
+    let data: Vec<u8> = (0..20_000u32)
+        .flat_map(|i| (i * 7_919 % 20_000).to_le_bytes())
         .collect();
     let job = SlowFolds { keys: 5_000 };
     for threads in [1, 2, 4] {
@@ -173,17 +173,16 @@ fn buffered_bytes_stay_within_the_bound_with_a_slow_reducer() {
         );
         assert!(p.peak_buffered_bytes > 0);
         if threads > 1 {
-            // The bound was reached: mappers had to wait for reducer 0 (and
-            // folded its buffers themselves).
+            // The bound was reached: the other mappers had to wait for
+            // reducer 0, which folds a buffer in about a millisecond.
             assert!(p.backpressure_waits > 0, "{threads} threads: {p:?}");
-            assert!(p.helped_batches > 0, "{threads} threads: {p:?}");
         }
         assert!(p.buffers_allocated * p.buffer_bytes <= bound);
         assert!(p.batches > p.buffers_allocated as u64, "buffers are reused");
         let total: u64 = out.pairs.iter().map(|(_, n)| n).sum();
-        assert_eq!(total, 40_000);
+        assert_eq!(total, 20_000);
         assert_eq!(out.pairs.len(), 5_000);
-        assert!(out.pairs.iter().all(|&(_, n)| n == 8));
+        assert!(out.pairs.iter().all(|&(_, n)| n == 4));
     }
 }
 

@@ -89,6 +89,9 @@ fn cpu_secs() -> f64 {
     ticks / 100.0
 }
 
+/// How a case runs its workload with the given options.
+type RunCase<'a> = dyn Fn(&Runtime, &RunOptions) -> Result<Digest> + 'a;
+
 /// One workload of the table.
 struct Case<'a> {
     /// Row name.
@@ -98,7 +101,7 @@ struct Case<'a> {
     /// Split size every mode runs with (`None`: the runtime's choice).
     split_size: Option<usize>,
     /// Runs the workload with the given options.
-    run: Box<dyn Fn(&Runtime, &RunOptions) -> Result<Digest> + 'a>,
+    run: Box<RunCase<'a>>,
 }
 
 /// A contender: a mode and its pipeline settings.

@@ -43,6 +43,12 @@ pub(super) type Part<J> = Table<<J as Job>::Key, StateOf<J>>;
 /// page clearing and cache misses on a sparse table).
 const GROWTH: usize = 4;
 
+/// Buffers a worker folds per hold of a partition's lock: a bounded hold
+/// lets an idle worker take over a partition whose owner went back to
+/// mapping (or was descheduled), and spreads the owner's folding over its
+/// hand-offs.
+const FOLDS_PER_LOCK: usize = 8;
+
 /// Pairs per entry below which a mapper stops combining in its buffers.
 pub(super) const MIN_COMBINING: f64 = 3.0;
 
@@ -359,17 +365,26 @@ impl<'j, J: Job> Exchange<'j, J> {
         let _ = self.free[m].tx.send(buf);
     }
 
-    /// Folds every buffer waiting for reducer `r`, unless another worker is
-    /// folding into partition `r` right now. Returns the buffers folded.
-    /// `me` is the calling worker (for the helped count).
+    /// Folds up to [`FOLDS_PER_LOCK`] buffers waiting for reducer `r`,
+    /// unless another worker is folding into partition `r` right now.
+    /// Returns the buffers folded. `me` is the calling worker (for the
+    /// helped count, and to start at a different mapper's channel than the
+    /// other workers).
     pub(super) fn drain(&self, r: usize, me: usize, clock: &mut Clock) -> usize {
         let Ok(mut table) = self.parts[r].try_lock() else {
             return 0;
         };
         let mut folded = 0;
         let mut start = None;
-        for (m, chan) in self.inbox[r].iter().enumerate() {
-            while let Ok(mut buf) = chan.rx.try_recv() {
+        for m in (0..self.workers).map(|i| (me + i) % self.workers) {
+            if folded == FOLDS_PER_LOCK {
+                break;
+            }
+            let chan = &self.inbox[r][m];
+            while let Some(mut buf) = (folded < FOLDS_PER_LOCK)
+                .then(|| chan.rx.try_recv().ok())
+                .flatten()
+            {
                 start.get_or_insert_with(Instant::now);
                 let need = table.len() + buf.len();
                 if need > table.capacity() {
