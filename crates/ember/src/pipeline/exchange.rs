@@ -274,9 +274,15 @@ impl<'j, J: Job> Exchange<'j, J> {
         }
     }
 
-    /// True while some split has not been taken by a mapper.
-    pub(super) fn splits_remain(&self) -> bool {
+    /// True when a mapper should fold the buffers waiting for its own
+    /// partition before it maps on: only while splits remain (else other
+    /// workers are idle and fold for it) and more than half the bound is
+    /// buffered. Below that, folding is left for idle moments (a worker out
+    /// of splits while others still map: the straggler's tail), so that the
+    /// reduce work fills idle time instead of delaying map.
+    pub(super) fn should_fold(&self) -> bool {
         self.next_split.load(Ordering::Relaxed) < self.splits
+            && self.live.load(Ordering::Relaxed) > self.sizing.budget * self.sizing.bytes / 2
     }
 
     /// Buffers allocated, and the peak of buffered bytes.

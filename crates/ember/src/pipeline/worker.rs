@@ -120,9 +120,9 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
         }
     }
 
-    /// Sends reducer `r`'s buffer; then, while other mappers still have
-    /// splits to map (so nobody is idle to fold for us), folds what waits
-    /// for this worker's own partition.
+    /// Sends reducer `r`'s buffer; then, if buffers pile up while other
+    /// mappers still have splits to map (so nobody is idle to fold for us),
+    /// folds what waits for this worker's own partition.
     #[inline(never)]
     fn hand_off(&mut self, r: usize) {
         if let Some(buf) = self.bufs[r].take() {
@@ -133,7 +133,7 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
             self.clock.sent += 1;
         }
         self.fill[r] = 0;
-        if self.x.splits_remain() {
+        if self.x.should_fold() {
             self.x.drain(self.me, self.me, &mut self.clock);
         }
     }
@@ -213,7 +213,7 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
                 return tasks;
             }
             tasks += 1;
-            if self.x.splits_remain() {
+            if self.x.should_fold() {
                 self.x.drain(self.me, self.me, &mut self.clock);
             }
         }
