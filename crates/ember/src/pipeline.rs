@@ -5,52 +5,62 @@
 //! # How a pipelined run goes
 //!
 //! With `T` workers there are `T` partitions, partition `r` owned by worker
-//! `r`, and `T x T` one-to-one channels: `inbox[r][m]` carries full buffers
-//! from mapper `m` to reducer `r`, so no two mappers ever push into the
-//! same channel (SMR's answer to MRPhi's contended many-to-one queue).
+//! `r`, and `T x T` one-to-one channels (crossbeam, unbounded):
+//! `inbox[r][m]` carries full buffers from mapper `m` to reducer `r`, so no
+//! two mappers ever push into the same channel (SMR's answer to MRPhi's
+//! contended many-to-one queue).
 //!
-//! - **Map**: each mapper keeps one buffer per reducer: a small, fixed-size
-//!   combining hash table (the job's combiner folds repeated keys at
-//!   emit, as the barrier mode's containers do). When a buffer is full it is
-//!   sent to its reducer and the mapper goes on at once with another buffer.
+//! - **Map**: each mapper keeps one buffer per reducer, a fixed-size block
+//!   that never grows: either a small combining hash table (the job's
+//!   combiner folds repeated keys at emit) or an append array of pairs
+//!   (SMR's array buffer). Each mapper starts combining and switches to
+//!   appending if its first hand-offs fold fewer than 3 pairs per key (see
+//!   `exchange`). A full buffer is sent to its reducer and the mapper goes
+//!   on at once with another one.
 //! - **Recycling**: the worker that folds a buffer empties it (keeping its
 //!   memory) and sends it back to the mapper's free list, so the steady
-//!   state allocates nothing: SMR's reusable array buffer.
+//!   state allocates nothing.
 //! - **Bound**: buffers are counted against
 //!   [`PipelineOptions::max_buffered_bytes`]. Below it a mapper never waits
-//!   for a reducer (the channels are unbounded); at it, the mapper applies
-//!   back-pressure to itself: it takes a spare buffer from another mapper,
-//!   or folds waiting buffers itself (which frees them), or waits for a fold
-//!   in progress. Memory stays bounded and the run cannot deadlock, since
-//!   the bound leaves room for one buffer per mapper and reducer plus one
-//!   spare per mapper, and every buffer in flight can be folded by anyone.
-//! - **Reduce**: partition `r`'s table (a [`Table`](crate::container)) is
-//!   behind a lock that its folder holds; a buffer is only ever taken out of
-//!   its channel under that lock, with `try_lock`, so nobody blocks on it.
-//!   Once every mapper has sent its last buffer and every channel is empty,
-//!   each worker runs the job's `reduce` on its partition, and the runs go
-//!   to the merge phase, shared with the barrier mode.
+//!   for a reducer; at it, the mapper applies back-pressure to itself: it
+//!   takes a spare buffer from another mapper, or folds waiting buffers
+//!   itself (which frees them), or waits for a fold in progress. Memory
+//!   stays bounded and the run cannot deadlock: the bound leaves room for
+//!   one buffer per mapper and reducer plus one spare per mapper, and every
+//!   buffer in flight can be folded by any worker.
+//! - **Reduce**: partition `r`'s table is behind a lock held by whoever
+//!   folds into it (a few buffers per hold); a buffer is only ever taken out
+//!   of its channel under that lock, taken with `try_lock`, so no worker
+//!   blocks on another. Once every worker has sent its last buffer and
+//!   every channel is empty, each worker runs the job's `reduce` on its
+//!   partition, and the runs go to the merge phase shared with the barrier
+//!   mode.
 //!
-//! # Who reduces: every worker, between its map work
+//! # Who reduces: every worker, when it would otherwise idle
 //!
 //! No thread is created for a run: the pool's workers are the mappers and
-//! the reducers. Each worker maps; it folds the buffers waiting for its own
-//! partition after each hand-off and each split, while other splits remain
-//! (so reduce work is spread over the map phase, on a core whose cache is
-//! not yet cold for it); once a worker runs out of splits it helps fold any
-//! partition's buffers. Why not dedicated reducer threads:
+//! the reducers. Each worker maps; buffers pile up in the channels (up to
+//! half the bound) while there are splits to map; a worker that runs out
+//! of splits folds any partition's buffers while the others finish theirs
+//! (a straggler's tail is when reduce work costs nothing); above half the
+//! bound a mapper folds its own partition's buffers at each hand-off and
+//! between splits, and at the bound it must (back-pressure). Why not
+//! dedicated reducer threads:
 //!
 //! - on 2 cores, a dedicated reducer takes half the machine from map for
-//!   reduce work that is a fraction of map's; with both workers alternating,
-//!   no core idles while there is map work, and none idles while a straggler
-//!   maps its last split (the others fold for it);
-//! - on 64 cores, the same holds, and the fixed ownership spreads reduce
-//!   evenly (`T` partitions by hash); the one-to-one channels keep the
-//!   hand-off free of contention, and helpers only take partitions whose
-//!   lock is free.
+//!   reduce work that is a fraction of map's, and idles when there is none
+//!   (measured: 0.9x of the alternating design on word count and on the
+//!   skewed input, `ember bench pipeline`, row "1 reduce-only");
+//! - on 64 cores the same holds, and more so, since reduce work per
+//!   worker shrinks with `T` while a dedicated reducer's share of the
+//!   machine does not; the fixed ownership spreads reduce evenly (`T`
+//!   partitions by hash), the one-to-one channels keep the hand-off free of
+//!   contention (only the `T` free lists are shared, by steals under
+//!   back-pressure), and helpers only take partitions whose lock is free.
+//!   (Not measured here: this machine has 2 cores.)
 //!
 //! [`PipelineOptions::dedicated_reducers`] turns some workers into reducers
-//! only, to measure that choice (`ember bench pipeline` prints both).
+//! only, to measure that choice.
 //!
 //! # Which jobs, and when it pays
 //!
@@ -58,8 +68,15 @@
 //! associative and commutative combiner, so that partial states may be
 //! folded in any order, as buffers arrive: [`Job::pipelinable`] says so
 //! (false by default); other jobs run with the barrier, and the stats say
-//! why. [`Mode::Auto`] picks the barrier unless the job's shape is one where
-//! pipelining measured faster (see [`choose`]).
+//! why. Measured on 2 cores (`ember bench pipeline`), pipelining pays when
+//! there are many distinct keys that repeat: the barrier keeps every key
+//! once per worker and joins those copies in its reduce phase, and it must
+//! sample to size its tables; the pipeline keeps each key once and folds
+//! while mapping. It loses where the barrier's containers are at their best:
+//! few keys (a table that stays in cache; the array container for dense
+//! keys: 0.2x on a byte histogram), unique keys (the barrier only appends:
+//! 0.2x), and one thread (nothing to overlap: 0.65x). [`Mode::Auto`] picks
+//! the pipeline only where it measured faster (see [`choose`]).
 
 use std::time::Instant;
 
@@ -121,9 +138,12 @@ impl std::str::FromStr for Mode {
     }
 }
 
-/// Default size of one pipeline buffer: 64 KiB (measured with
-/// `ember bench pipeline --buffer`: it combines the frequent keys of a
-/// Zipf text, and a mapper's `T` buffers stay in its L2 cache at small `T`).
+/// Default size of one pipeline buffer: 64 KiB. A 16 KiB to 1 MiB sweep
+/// on word count (`ember bench pipeline --buffer`) showed no size clearly
+/// better (all within the machine's noise); 64 KiB keeps a mapper's `T`
+/// buffers within its L2 cache up to `T = 32`. Buffers shrink to fit the
+/// bound's minimum of `T x (T + 1)` buffers: 32 KiB at `T = 64` under the
+/// default bound.
 pub const DEFAULT_BUFFER_BYTES: usize = 64 << 10;
 
 /// Default bound on buffered bytes: 256 MiB, or an eighth of the machine's
@@ -215,10 +235,11 @@ const AUTO_MIN_REPEATS: f64 = 1.05;
 /// Auto pipelines only when the sample predicts at least this many keys
 /// per worker: with fewer, each worker's barrier table stays small and
 /// cached, so combining at insert is cheap and the barrier's reduce phase
-/// short, and the buffers' extra pass costs more than the overlap saves
-/// (measured on 2 cores: word count on a 10K-word vocabulary 0.6x and on a
-/// 100K-word one (predicted 1.0M keys) 0.9x pipelined; on a 1M-word one
-/// (predicted 2.1M) 1.0-1.2x, and 1.6x on a 10M-word Zipf 0.6 text).
+/// short, and the buffers' extra pass costs more than the overlap saves.
+/// Measured on 2 cores, word count, 128 MiB, pipelined vs barrier time:
+/// 10K-word vocabulary (160K keys predicted) 0.64x, 100K (984K predicted)
+/// 0.92x, 300K (1.5M) 1.04x, 1M (1.1-2.1M) 1.0-1.1x, 10M at Zipf 0.6 (7M)
+/// 1.5x. (The sampler over-predicts: 100K words is 99K keys per worker.)
 const AUTO_MIN_KEYS: u64 = 1_500_000;
 
 /// True when the run is pipelined whatever a sample would show, so the
@@ -483,6 +504,16 @@ mod tests {
             let mapped: u64 = stats.map_tasks.iter().sum();
             assert_eq!(mapped as usize, splits.len() - sample.len());
         }
+    }
+
+    #[test]
+    fn buffers_shrink_to_fit_the_bound() {
+        let bound = 256 << 20;
+        let s = exchange::Sizing::new::<Pairs>(DEFAULT_BUFFER_BYTES, bound, 64, 64).unwrap();
+        assert!(s.budget >= 64 * 65 && s.budget * s.bytes <= bound, "{s:?}");
+        let s = exchange::Sizing::new::<Pairs>(1, bound, 2, 2).unwrap();
+        assert_eq!((s.keys, s.append), (1, 1));
+        assert!(exchange::Sizing::new::<Pairs>(1 << 20, 1000, 2, 2).is_err());
     }
 
     fn prediction(keys_per_worker: u64, repeats: f64) -> Option<Prediction> {
