@@ -158,6 +158,21 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
         let start = Instant::now();
         let before = (self.clock.reduce, self.clock.idle);
         let combining = std::mem::replace(&mut self.combining, false);
+        // Folding waiting buffers (under back-pressure) runs the combiner.
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| self.send_entries(entries))) {
+            if !p.is::<Aborted>() {
+                self.x.failure.record(Error::panicked(Phase::Reduce, p));
+            }
+            return;
+        }
+        self.flush();
+        self.combining = combining;
+        let nested = (self.clock.reduce - before.0) + (self.clock.idle - before.1);
+        self.clock.map += start.elapsed().saturating_sub(nested);
+    }
+
+    /// Puts owned entries into append buffers, handing off the full ones.
+    fn send_entries(&mut self, entries: impl Iterator<Item = (J::Key, StateOf<J>)>) {
         for (k, s) in entries {
             let hash = k.hash_owned();
             let r = partition_of(hash, self.x.workers);
@@ -165,7 +180,7 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
                 Some(b) => b,
                 empty => match self.x.acquire(self.me, false, &mut self.clock) {
                     Some(b) => empty.insert(b),
-                    None => return,
+                    None => resume_unwind(Box::new(Aborted)),
                 },
             };
             let full = match buf {
@@ -183,10 +198,6 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
                 self.hand_off(r);
             }
         }
-        self.flush();
-        self.combining = combining;
-        let nested = (self.clock.reduce - before.0) + (self.clock.idle - before.1);
-        self.clock.map += start.elapsed().saturating_sub(nested);
     }
 
     /// Maps splits until none is left or the run fails.
