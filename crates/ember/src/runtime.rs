@@ -12,6 +12,10 @@
 //! 4. **merge**: the runs are sorted into the output order (or only the top
 //!    k are selected).
 //!
+//! In the pipelined mode ([`Mode::Pipelined`], chosen per run, see
+//! `pipeline`), map and reduce overlap instead: reducers fold map output
+//! while mappers map, and the same merge phase follows.
+//!
 //! A panic in user code stops the other workers at their next split and
 //! comes back as [`Error::Panicked`]; the pool stays usable.
 
