@@ -7,14 +7,14 @@
 mod blocks;
 pub mod histogram;
 pub mod inverted_index;
-pub mod linear_regression;
-pub mod sort;
-pub mod string_match;
 mod isa;
 pub mod kmeans;
+pub mod linear_regression;
 pub mod matrix;
 pub mod matrix_multiply;
 pub mod multijob;
 pub mod pca;
+pub mod sort;
+pub mod string_match;
 pub mod text;
 pub mod wordcount;

@@ -148,6 +148,11 @@ impl Job for WordCount {
         count
     }
 
+    /// Counts are sums: partial counts fold in any order.
+    fn pipelinable(&self) -> bool {
+        true
+    }
+
     fn order(&self, a: &(Bytes, u64), b: &(Bytes, u64)) -> Ordering {
         if self.by_count {
             b.1.cmp(&a.1)

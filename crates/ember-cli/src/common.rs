@@ -31,6 +31,17 @@ pub(crate) struct RunArgs {
     /// one chunks ahead of the mappers.
     #[arg(long, default_value_t = ember::DEFAULT_CHUNK_BUFFERS)]
     pub(crate) chunk_buffers: usize,
+    /// Map and reduce: auto, barrier, or pipelined (reducers fold map
+    /// output as it comes; jobs that cannot be pipelined use the barrier).
+    #[arg(long, default_value = "auto")]
+    pub(crate) mode: ember::Mode,
+    /// Pipelined mode: bytes of one map buffer, e.g. 64KiB.
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub(crate) buffer_size: Option<u64>,
+    /// Pipelined mode: the bound on buffered bytes (default: 256MiB or an
+    /// eighth of the memory, if less).
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub(crate) max_buffered: Option<u64>,
     /// Print the phase breakdown to standard error.
     #[arg(long)]
     pub(crate) stats: bool,
@@ -56,6 +67,12 @@ impl RunArgs {
             container: Some(self.container),
             chunk_size: Some(self.chunk_size as usize),
             chunk_buffers: Some(self.chunk_buffers),
+            mode: Some(self.mode),
+            pipeline: ember::PipelineOptions {
+                buffer_bytes: self.buffer_size.map(|s| s as usize),
+                max_buffered_bytes: self.max_buffered.map(|s| s as usize),
+                ..Default::default()
+            },
             ..Default::default()
         }
     }

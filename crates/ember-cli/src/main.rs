@@ -10,13 +10,13 @@ mod gen;
 mod genfile;
 mod histogram;
 mod inverted_index;
-mod linear_regression;
-mod sort;
-mod string_match;
 mod kmeans;
+mod linear_regression;
 mod matrix_multiply;
 mod numeric;
 mod pca;
+mod sort;
+mod string_match;
 mod wordcount;
 
 /// ember: a MapReduce runtime for one large shared-memory machine.

@@ -134,3 +134,36 @@ fn gen_text_is_reproducible() {
     assert_eq!(x.len(), 300 << 10);
     assert_eq!(x, y);
 }
+
+#[test]
+fn wordcount_mode_option_reaches_the_stats() {
+    let d = tempdir("mode");
+    let f = d.join("in.txt");
+    std::fs::write(&f, "b a b c b a\n".repeat(100)).unwrap();
+    let json = d.join("stats.json");
+    for (mode, want) in [("pipelined", "pipelined"), ("barrier", "barrier")] {
+        let out = ember(&[
+            "wordcount",
+            f.to_str().unwrap(),
+            "--threads",
+            "2",
+            "--mode",
+            mode,
+            "--buffer-size",
+            "1KiB",
+            "--stats-json",
+            json.to_str().unwrap(),
+        ]);
+        assert!(out.status.success());
+        assert!(String::from_utf8(out.stdout)
+            .unwrap()
+            .starts_with("b\t300\n"));
+        let stats = std::fs::read_to_string(&json).unwrap();
+        assert!(stats.contains(&format!("\"mode\": \"{want}\"")), "{stats}");
+        assert!(stats.contains("\"utilization\""), "{stats}");
+    }
+    let out = ember(&["wordcount", f.to_str().unwrap(), "--mode", "eager"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown mode 'eager'"), "{err}");
+}

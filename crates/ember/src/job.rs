@@ -126,6 +126,15 @@ pub trait Job: Sync {
     /// Reduces the combined state of one key to its output value.
     fn reduce(&self, key: &Self::Key, state: StateOf<Self>) -> Self::Out;
 
+    /// True when the job's map and reduce may be pipelined
+    /// ([`Mode::Pipelined`](crate::Mode)): its `reduce` input is the state of
+    /// an associative and commutative combiner, so partial states may be
+    /// folded in any order and at any time, as map output arrives, with the
+    /// same result. False by default (such jobs run with the barrier).
+    fn pipelinable(&self) -> bool {
+        false
+    }
+
     /// The output order. By key by default; ties a comparator leaves are
     /// always broken by key, so the output is deterministic.
     fn order(&self, a: &(Self::Key, Self::Out), b: &(Self::Key, Self::Out)) -> Ordering {

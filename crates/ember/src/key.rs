@@ -301,8 +301,16 @@ impl<const N: usize> Key for [u8; N] {
 }
 
 impl PartialEq for Bytes {
+    /// Two inline keys compare as three words (their padding is zero), not
+    /// with a `memcmp` call: joining tables compares owned keys.
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
-        self.as_bytes() == other.as_bytes()
+        match (&self.0, &other.0) {
+            (Repr::Inline { len: a, bytes: x }, Repr::Inline { len: b, bytes: y }) => {
+                a == b && read_u64(x, 0) == read_u64(y, 0) && read_u64(x, 8) == read_u64(y, 8)
+            }
+            _ => self.as_bytes() == other.as_bytes(),
+        }
     }
 }
 impl Eq for Bytes {}

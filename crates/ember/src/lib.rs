@@ -43,6 +43,7 @@ mod input;
 mod job;
 mod key;
 mod merge;
+mod pipeline;
 mod pool;
 mod predict;
 mod runtime;
@@ -56,5 +57,8 @@ pub use input::{Ingest, Input, DEFAULT_SPLIT_SIZE};
 pub use job::{Emit, Job, MapOnlyJob, Records, Split, StateOf};
 pub use key::{Bytes, BytesProbe, Key, INLINE_KEY_BYTES};
 pub use merge::MergeKind;
+pub use pipeline::{
+    default_max_buffered_bytes, Mode, PipelineOptions, PipelineStats, DEFAULT_BUFFER_BYTES,
+};
 pub use runtime::{Output, RunOptions, Runtime, RuntimeBuilder};
 pub use stats::{ChunkStats, Stats};

@@ -12,6 +12,10 @@
 //! 4. **merge**: the runs are sorted into the output order (or only the top
 //!    k are selected).
 //!
+//! In the pipelined mode ([`Mode::Pipelined`], chosen per run, see
+//! `pipeline`), map and reduce overlap instead: reducers fold map output
+//! while mappers map, and the same merge phase follows.
+//!
 //! A panic in user code stops the other workers at their next split and
 //! comes back as [`Error::Panicked`]; the pool stays usable.
 
@@ -37,6 +41,7 @@ use crate::input::{plan_slice, plan_splits, Input, SplitRange, DEFAULT_SPLIT_SIZ
 use crate::job::{Job, MapOnlyJob, Records, Split};
 use crate::key::Key;
 use crate::merge::{self, MergeKind};
+use crate::pipeline::{self, Busy, Mode, PipelineOptions};
 use crate::pool::Pool;
 use crate::predict;
 use crate::stats::{secs, ChunkStats, Stats};
@@ -113,6 +118,10 @@ pub struct RunOptions {
     /// Chunk buffers for a streamed input (default 2: double buffering);
     /// input memory is about `chunk_buffers x chunk_size`.
     pub chunk_buffers: Option<usize>,
+    /// Barrier or pipelined map and reduce (default: [`Mode::Auto`]).
+    pub mode: Option<Mode>,
+    /// Buffer size and memory bound of the pipelined mode.
+    pub pipeline: PipelineOptions,
 }
 
 /// The result of a run: the output pairs in order, and the stats.
@@ -127,30 +136,30 @@ pub struct Output<K, O> {
 type Run<J> = Vec<(<J as Job>::Key, <J as Job>::Out)>;
 
 /// The first failure of a phase, shared by its workers.
-struct Failure {
+pub(crate) struct Failure {
     set: AtomicBool,
     error: Mutex<Option<Error>>,
 }
 
 impl Failure {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Failure {
             set: AtomicBool::new(false),
             error: Mutex::new(None),
         }
     }
 
-    fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.set.load(Relaxed)
     }
 
-    fn record(&self, e: Error) {
+    pub(crate) fn record(&self, e: Error) {
         let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
         slot.get_or_insert(e);
         self.set.store(true, Relaxed);
     }
 
-    fn into_result(self) -> Result<()> {
+    pub(crate) fn into_result(self) -> Result<()> {
         match self.error.into_inner().unwrap_or_else(|p| p.into_inner()) {
             Some(e) => Err(e),
             None => Ok(()),
@@ -228,7 +237,7 @@ impl Runtime {
             ContainerKind::Hash | ContainerKind::HashTree => true,
             _ => false,
         };
-        let sample = if needs_sample {
+        let sample = if needs_sample && !pipeline::skips_sample(job, opts.mode) {
             predict::sample_splits(&splits, self.threads())
         } else {
             Vec::new()
@@ -305,64 +314,89 @@ impl Runtime {
         let predicted = prediction
             .as_ref()
             .map_or(0, |p| p.keys_per_worker as usize);
+        let forced = !matches!(opts.container, None | Some(ContainerKind::Auto));
+        let (mode, why) = pipeline::choose(job, opts.mode, forced, self.threads(), &prediction);
+        (stats.mode, stats.mode_reason) = (mode.name().to_string(), why);
+        // The pipelined mode maps in-memory splits; a streamed input is
+        // mapped chunk by chunk in barrier mode.
+        let pipelined = mode == Mode::Pipelined && !input.is_streamed();
+        if mode == Mode::Pipelined && !pipelined {
+            stats.mode = Mode::Barrier.name().to_string();
+            stats.mode_reason =
+                "streamed input: the pipelined mode needs the input in memory".into();
+        }
+        if pipelined {
+            stats.ingest = if input.is_mapped() { "mmap" } else { "memory" }.into();
+        }
 
         // The sample's output is kept only by the hash container: the other
         // kinds map every split, the sampled ones included.
-        let rest: Vec<SplitRange> = match &sampled {
-            Some(_) if kind == ContainerKind::Hash => splits
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| sample.binary_search(i).is_err())
-                .map(|(_, s)| *s)
-                .collect(),
-            _ => splits,
-        };
-        let source = self.source(input, rest, job.records(), opts)?;
-        stats.ingest = source.name(input).into();
-        let runs = match kind {
-            ContainerKind::Hash => {
-                let kept = Mutex::new(sampled.unwrap_or_default());
-                let runs = self.run_in(job, source, &mut stats, |w| {
-                    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
-                    let mut c = match kept.get_mut(w) {
-                        Some(slot) => {
-                            std::mem::replace(slot, Counting::new(HashContainer::new(1, 0)))
-                        }
-                        None => Counting::new(HashContainer::new(partitions, INITIAL_CAPACITY)),
-                    };
-                    // Room for the prediction, but not more than a few times
-                    // what the sample already holds: predictions of skewed
-                    // inputs run high, an oversized table costs cache and TLB
-                    // misses on every insert, and a short one only grows.
-                    let seen = c.inner.distinct().max(INITIAL_CAPACITY);
-                    c.inner
-                        .reserve(predicted.min(seen * RESERVE_CAP).min(MAX_RESERVED_KEYS));
-                    c
-                })?;
-                // The kept sample's pieces were map tasks too, and took the
-                // place of the splits they were cut from.
-                stats.splits += sample_tasks.iter().sum::<u64>() as usize - sample.len();
-                for (t, s) in stats.map_tasks.iter_mut().zip(sample_tasks) {
-                    *t += s;
+        let runs = if pipelined {
+            pipeline::run(
+                &self.pool,
+                job,
+                input,
+                (&splits, &sample, sampled),
+                &opts.pipeline,
+                &mut stats,
+            )?
+        } else {
+            let rest: Vec<SplitRange> = match &sampled {
+                Some(_) if kind == ContainerKind::Hash => splits
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| sample.binary_search(i).is_err())
+                    .map(|(_, s)| *s)
+                    .collect(),
+                _ => splits,
+            };
+            let source = self.source(input, rest, job.records(), opts)?;
+            stats.ingest = source.name(input).into();
+            match kind {
+                ContainerKind::Hash => {
+                    let kept = Mutex::new(sampled.unwrap_or_default());
+                    let runs = self.run_in(job, source, &mut stats, |w| {
+                        let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                        let mut c = match kept.get_mut(w) {
+                            Some(slot) => {
+                                std::mem::replace(slot, Counting::new(HashContainer::new(1, 0)))
+                            }
+                            None => Counting::new(HashContainer::new(partitions, INITIAL_CAPACITY)),
+                        };
+                        // Room for the prediction, but not more than a few times
+                        // what the sample already holds: predictions of skewed
+                        // inputs run high, an oversized table costs cache and TLB
+                        // misses on every insert, and a short one only grows.
+                        let seen = c.inner.distinct().max(INITIAL_CAPACITY);
+                        c.inner
+                            .reserve(predicted.min(seen * RESERVE_CAP).min(MAX_RESERVED_KEYS));
+                        c
+                    })?;
+                    // The kept sample's pieces were map tasks too, and took the
+                    // place of the splits they were cut from.
+                    stats.splits += sample_tasks.iter().sum::<u64>() as usize - sample.len();
+                    for (t, s) in stats.map_tasks.iter_mut().zip(sample_tasks) {
+                        *t += s;
+                    }
+                    runs
                 }
-                runs
-            }
-            ContainerKind::HashTree => self.run_in(job, source, &mut stats, |_| {
-                Counting::new(HashTreeContainer::<J>::new(partitions, predicted))
-            })?,
-            ContainerKind::Array => {
-                let n = dense.unwrap_or(0);
-                self.run_in(job, source, &mut stats, |_| {
-                    Counting::new(ArrayContainer::<J>::new(n, partitions))
-                })?
-            }
-            ContainerKind::Append => self.run_in(job, source, &mut stats, |_| {
-                Counting::new(AppendContainer::<J>::new(partitions))
-            })?,
-            ContainerKind::Unique | ContainerKind::Auto => {
-                self.run_in(job, source, &mut stats, |_| {
-                    Counting::new(UniqueContainer::<J>::new(partitions))
-                })?
+                ContainerKind::HashTree => self.run_in(job, source, &mut stats, |_| {
+                    Counting::new(HashTreeContainer::<J>::new(partitions, predicted))
+                })?,
+                ContainerKind::Array => {
+                    let n = dense.unwrap_or(0);
+                    self.run_in(job, source, &mut stats, |_| {
+                        Counting::new(ArrayContainer::<J>::new(n, partitions))
+                    })?
+                }
+                ContainerKind::Append => self.run_in(job, source, &mut stats, |_| {
+                    Counting::new(AppendContainer::<J>::new(partitions))
+                })?,
+                ContainerKind::Unique | ContainerKind::Auto => {
+                    self.run_in(job, source, &mut stats, |_| {
+                        Counting::new(UniqueContainer::<J>::new(partitions))
+                    })?
+                }
             }
         };
 
@@ -397,7 +431,10 @@ impl Runtime {
         container: impl Fn(usize) -> Counting<C> + Sync,
     ) -> Result<Vec<Run<J>>> {
         let map_start = Instant::now();
-        let workers = self.map_source(source, stats, container, |c, _, split| job.map(split, c))?;
+        let map_busy = Busy::new(self.threads());
+        let workers = self.map_source(source, stats, container, |c, _, split| {
+            map_busy.time(|| job.map(split, c))
+        })?;
         stats.map_secs = secs(map_start.elapsed());
         stats.map_tasks = workers.iter().map(|w| w.1).collect();
         stats.pairs_emitted = workers.iter().map(|w| w.0.pairs).sum();
@@ -414,6 +451,7 @@ impl Runtime {
             }
         }
         let reduce_tasks: Vec<AtomicU64> = (0..self.threads()).map(|_| AtomicU64::new(0)).collect();
+        let reduce_busy = Busy::new(self.threads());
         let runs: Vec<Result<Run<J>>> = self.pool.install(|| {
             columns
                 .into_par_iter()
@@ -421,8 +459,10 @@ impl Runtime {
                     if let Some(w) = rayon::current_thread_index() {
                         reduce_tasks[w].fetch_add(1, Relaxed);
                     }
-                    catch_unwind(AssertUnwindSafe(|| C::reduce(job, parts)))
-                        .map_err(|p| Error::panicked(Phase::Reduce, p))
+                    catch_unwind(AssertUnwindSafe(|| {
+                        reduce_busy.time(|| C::reduce(job, parts))
+                    }))
+                    .map_err(|p| Error::panicked(Phase::Reduce, p))
                 })
                 .collect()
         });
@@ -432,6 +472,13 @@ impl Runtime {
             .map(AtomicU64::into_inner)
             .collect();
         stats.reduce_secs = secs(reduce_start.elapsed());
+        stats.map_busy_secs = map_busy.secs();
+        stats.reduce_busy_secs = reduce_busy.secs();
+        stats.utilization = pipeline::utilization(
+            &[&stats.map_busy_secs, &stats.reduce_busy_secs],
+            self.threads(),
+            stats.map_secs + stats.reduce_secs,
+        );
         Ok(runs)
     }
 }
@@ -452,13 +499,14 @@ impl Runtime {
         let mut stats = Stats::default();
         let source = self.source(input, splits, job.records(), opts)?;
         stats.ingest = source.name(input).into();
+        let busy = Busy::new(self.threads());
         let workers = self.map_source(
             source,
             &mut stats,
             |_| Vec::new(),
             |runs, i, split| {
                 let mut out = Vec::new();
-                job.map(split, &mut out);
+                busy.time(|| job.map(split, &mut out));
                 runs.push((i, out));
             },
         )?;
@@ -492,6 +540,17 @@ impl Runtime {
             container: "append".into(),
             merge: merge_kind,
             reduce_skipped: true,
+            mode: "map_only".into(),
+            mode_reason: format!(
+                "map-only job: no reduce to overlap or wait for ({} mode asked)",
+                opts.mode.unwrap_or_default()
+            ),
+            utilization: pipeline::utilization(
+                &[&busy.secs()],
+                self.threads(),
+                secs(map_done - split_done),
+            ),
+            map_busy_secs: busy.secs(),
             split_secs: secs(split_done - start),
             map_secs: secs(map_done - split_done),
             merge_secs: secs(end - map_done),

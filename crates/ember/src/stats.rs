@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::pipeline::PipelineStats;
+
 /// One ingest chunk of a streamed run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ChunkStats {
@@ -74,8 +76,25 @@ pub struct Stats {
     pub output_pairs: u64,
     /// Map tasks (splits) each worker ran, by worker index.
     pub map_tasks: Vec<u64>,
-    /// Reduce tasks (partitions) each worker ran, by worker index.
+    /// Reduce tasks (partitions) each worker ran, by worker index (in
+    /// pipelined mode: buffers each worker folded).
     pub reduce_tasks: Vec<u64>,
+    /// How map and reduce ran: `barrier`, `pipelined` or `map_only`.
+    pub mode: String,
+    /// Why that mode (the caller's choice, `auto`'s rule, or why a job
+    /// could not be pipelined).
+    pub mode_reason: String,
+    /// Seconds each worker spent running map, by worker index (in pipelined
+    /// mode, folds and waits inside map excluded).
+    pub map_busy_secs: Vec<f64>,
+    /// Seconds each worker spent reducing (pipelined: folding buffers and
+    /// reducing its partition), by worker index.
+    pub reduce_busy_secs: Vec<f64>,
+    /// CPU utilization of the map and reduce phases: the workers' busy
+    /// seconds over `threads x (map_secs + reduce_secs)`, in `0..=1`.
+    pub utilization: f64,
+    /// What the pipelined mode measured (pipelined runs only).
+    pub pipeline: Option<PipelineStats>,
 }
 
 pub(crate) fn secs(d: Duration) -> f64 {
@@ -114,6 +133,9 @@ impl fmt::Display for Stats {
             writeln!(f, "ingest    {}", self.ingest)?;
         }
         writeln!(f, "container {}: {}", self.container, self.container_reason)?;
+        if !self.mode.is_empty() {
+            writeln!(f, "mode      {}: {}", self.mode, self.mode_reason)?;
+        }
         if let Some(p) = self.predicted_keys_per_worker {
             writeln!(
                 f,
@@ -135,6 +157,32 @@ impl fmt::Display for Stats {
             }
         }
         writeln!(f, "total     {:>10.3} s", self.total_secs)?;
+        let sum = |v: &[f64]| v.iter().sum::<f64>();
+        writeln!(
+            f,
+            "busy      map {:.3} s, reduce {:.3} s (all workers); utilization {:.1}%",
+            sum(&self.map_busy_secs),
+            sum(&self.reduce_busy_secs),
+            100.0 * self.utilization
+        )?;
+        if let Some(p) = &self.pipeline {
+            writeln!(
+                f,
+                "pipeline  {} batches of {} KiB ({} of {} mappers combining), {} helped, \
+                 {} reduce-only workers, peak {:.1} of {:.1} MiB buffered, \
+                 {} back-pressure waits, {:.3} s idle",
+                p.batches,
+                p.buffer_bytes >> 10,
+                p.combining_mappers,
+                self.threads - p.dedicated_reducers,
+                p.helped_batches,
+                p.dedicated_reducers,
+                p.peak_buffered_bytes as f64 / (1 << 20) as f64,
+                p.max_buffered_bytes as f64 / (1 << 20) as f64,
+                p.backpressure_waits,
+                p.idle_secs
+            )?;
+        }
         writeln!(
             f,
             "pairs     {} emitted, {} distinct keys, {} output",

@@ -12,13 +12,14 @@ mod containers;
 mod histogram;
 mod ingest;
 mod inverted_index;
+mod kmeans;
 mod linreg;
+mod matrix_multiply;
 mod merge;
+mod pca;
+mod pipeline;
 mod sort;
 mod strmatch;
-mod kmeans;
-mod matrix_multiply;
-mod pca;
 mod wordcount;
 
 /// The benchmarks.
@@ -48,6 +49,8 @@ pub(crate) enum Bench {
     Pca(pca::Args),
     /// Matrix multiply (WORKLOADS.md shape) vs the sequential implementation.
     Matmul(matrix_multiply::Args),
+    /// Barrier vs pipelined map and reduce on the same inputs.
+    Pipeline(pipeline::Args),
 }
 
 /// Runs a benchmark.
@@ -65,6 +68,7 @@ pub(crate) fn run(b: Bench) -> Result<()> {
         Bench::Kmeans(a) => kmeans::run(a),
         Bench::Pca(a) => pca::run(a),
         Bench::Matmul(a) => matrix_multiply::run(a),
+        Bench::Pipeline(a) => pipeline::run(a),
     }
 }
 

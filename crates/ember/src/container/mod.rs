@@ -33,7 +33,7 @@ pub(crate) mod append;
 pub(crate) mod array;
 pub(crate) mod hash;
 pub(crate) mod hash_tree;
-mod table;
+pub(crate) mod table;
 pub(crate) mod unique;
 
 /// Which intermediate container a run uses.

@@ -1,0 +1,532 @@
+//! `ember bench pipeline`: the barrier and the pipelined mode on the same
+//! inputs, in one run, with each run's phases and CPU utilization.
+//!
+//! Cases (rows of the table; a workload is added with one [`Case`]):
+//!
+//! - `wordcount`: word count on the generated Zipf corpus;
+//! - `skewed`: the same corpus and counts, but the splits of the last 5% of
+//!   the input are made about `--skew` times as costly to map (each word
+//!   runs a calibrated amount of extra computation), so that with 100
+//!   splits, 5% of them carry half the map work and finish last;
+//! - `bytes`: a byte histogram of the corpus: 256 dense keys, the array
+//!   container's case in barrier mode;
+//! - `offsets`: every word keyed by its byte offset: unique keys, declared
+//!   (`KeyHint::Unique`, the barrier's unique container) or not
+//!   (`offsets-unhinted`: the barrier samples and picks by repetition).
+
+use std::hint::black_box;
+
+use anyhow::{bail, Result};
+use clap::Args as ClapArgs;
+use ember::{
+    Bytes, Emit, Input, Job, KeyHint, Mode, PipelineOptions, Records, RunOptions, Runtime, Split,
+    Stats, Sum,
+};
+use ember_apps::text::TextSpec;
+use ember_apps::wordcount::{for_each_word, is_separator, WordCount};
+
+use crate::common::parse_size;
+
+use super::{all_threads, interleaved, median};
+
+/// `ember bench pipeline`.
+#[derive(ClapArgs)]
+pub(crate) struct Args {
+    /// Corpus size (1M-word vocabulary, Zipf 1.0, as word count's).
+    #[arg(long, value_parser = parse_size, default_value = "128MiB")]
+    size: u64,
+    /// Distinct words in the corpus' vocabulary.
+    #[arg(long, default_value_t = 1_000_000)]
+    vocab: usize,
+    /// Zipf exponent of the corpus' word frequencies.
+    #[arg(long, default_value_t = 1.0)]
+    zipf: f64,
+    /// Runs of each contender; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Threads (default: all CPUs).
+    #[arg(long, short = 't')]
+    threads: Option<usize>,
+    /// Pipelined mode's buffer size (default: the runtime's).
+    #[arg(long, value_parser = parse_size)]
+    buffer: Option<u64>,
+    /// Pipelined mode's buffer kind: true combining, false append
+    /// (default: measured by each mapper).
+    #[arg(long)]
+    combine: Option<bool>,
+    /// How many times as costly a heavy split of the skewed case is.
+    #[arg(long, default_value_t = 19.0)]
+    skew: f64,
+    /// Cases to run, comma-separated: wordcount, skewed, bytes, offsets,
+    /// offsets-unhinted.
+    #[arg(long, value_delimiter = ',', default_value = "wordcount,skewed")]
+    cases: Vec<String>,
+    /// Leave out the pipelined row with one reduce-only worker.
+    #[arg(long)]
+    no_dedicated: bool,
+}
+
+/// What a case's run returns: its stats, and a digest of its output that
+/// must be the same in every mode.
+type Digest = (Stats, u64);
+
+/// CPU seconds (user and system, all threads) this process has used, from
+/// `/proc/self/stat` (in 1/100 s; 0 where there is no such file). On a
+/// shared machine this is steadier than wall time for comparing the work
+/// two modes do.
+fn cpu_secs() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // utime and stime: the 12th and 13th fields after the command name.
+    let rest = stat.rsplit_once(')').map_or("", |r| r.1);
+    let ticks: f64 = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|x| x.parse::<f64>().ok())
+        .sum();
+    ticks / 100.0
+}
+
+/// How a case runs its workload with the given options.
+type RunCase<'a> = dyn Fn(&Runtime, &RunOptions) -> Result<Digest> + 'a;
+
+/// One workload of the table.
+struct Case<'a> {
+    /// Row name.
+    name: String,
+    /// Input bytes (for the MB/s column).
+    bytes: u64,
+    /// Split size every mode runs with (`None`: the runtime's choice).
+    split_size: Option<usize>,
+    /// Runs the workload with the given options.
+    run: Box<RunCase<'a>>,
+}
+
+/// A contender: a mode and its pipeline settings.
+struct Contender {
+    name: &'static str,
+    mode: Mode,
+    pipeline: PipelineOptions,
+}
+
+/// Word count on `input`: the stats, and a digest of the 20 most frequent
+/// words, the word total and the distinct words.
+fn count_words<J: Job<Key = Bytes, Out = u64>>(
+    job: &J,
+    rt: &Runtime,
+    input: &Input<'_>,
+    opts: &RunOptions,
+) -> Result<Digest> {
+    let out = rt.run_with(job, input, opts)?;
+    let mut digest = out.stats.pairs_emitted ^ out.stats.distinct_keys.rotate_left(32);
+    for (w, n) in &out.pairs {
+        for &b in w.as_bytes() {
+            digest = (digest ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+        digest = (digest ^ n).wrapping_mul(0x100_0000_01b3);
+    }
+    Ok((out.stats, digest))
+}
+
+/// Word count whose splits from byte `heavy_from` on are costly to map:
+/// every word of them also runs `rounds` rounds of a hash.
+struct Skewed {
+    heavy_from: u64,
+    rounds: u32,
+}
+
+/// Busy work standing for a costly map function.
+fn spin(word: &[u8], rounds: u32) -> u64 {
+    let mut h = word.len() as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..rounds {
+        h = (h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    }
+    black_box(h)
+}
+
+impl Job for Skewed {
+    type Key = Bytes;
+    type Value = u64;
+    type Combiner = Sum;
+    type Out = u64;
+
+    fn records(&self) -> Records {
+        Records::Separator(is_separator)
+    }
+
+    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) {
+        if split.offset < self.heavy_from {
+            return WordCount::new().map(split, emit);
+        }
+        for_each_word(split.data, |w| {
+            spin(w, self.rounds);
+            emit.emit(w, 1);
+        });
+    }
+
+    fn reduce(&self, _word: &Bytes, n: u64) -> u64 {
+        n
+    }
+
+    fn order(&self, a: &(Bytes, u64), b: &(Bytes, u64)) -> std::cmp::Ordering {
+        WordCount::by_count().order(a, b)
+    }
+
+    fn pipelinable(&self) -> bool {
+        true
+    }
+}
+
+/// CPU seconds of `job` on `input`, one thread, barrier (median of 3:
+/// CPU time, unlike wall time, hardly depends on what else the machine
+/// runs).
+fn map_cost(job: &Skewed, input: &Input<'_>) -> Result<f64> {
+    let rt = Runtime::builder().threads(1).build()?;
+    let opts = RunOptions {
+        mode: Some(Mode::Barrier),
+        top: Some(1),
+        ..Default::default()
+    };
+    let times: Vec<f64> = (0..3)
+        .map(|_| {
+            let cpu = cpu_secs();
+            rt.run_with(job, input, &opts)?;
+            Ok(cpu_secs() - cpu)
+        })
+        .collect::<Result<_>>()?;
+    Ok(median(times))
+}
+
+/// Rounds of [`spin`] per word that make a heavy split `skew` times as
+/// costly as a light one, measured on the first 32 MiB of the corpus.
+fn calibrate(data: &[u8], skew: f64) -> Result<u32> {
+    let sample = Input::bytes(&data[..data.len().min(32 << 20)]);
+    let light = map_cost(
+        &Skewed {
+            heavy_from: u64::MAX,
+            rounds: 0,
+        },
+        &sample,
+    )?;
+    let plain = map_cost(
+        &Skewed {
+            heavy_from: 0,
+            rounds: 0,
+        },
+        &sample,
+    )?;
+    let probe = 64;
+    let spun = map_cost(
+        &Skewed {
+            heavy_from: 0,
+            rounds: probe,
+        },
+        &sample,
+    )?;
+    let per_round = ((spun - plain) / probe as f64).max(1e-12);
+    Ok(((skew * light - plain) / per_round).max(0.0).round() as u32)
+}
+
+/// Runs `ember bench pipeline`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let spec = TextSpec {
+        size: a.size,
+        vocab: a.vocab,
+        zipf: a.zipf,
+        ..TextSpec::default()
+    };
+    let file = crate::gen::cached_text(&spec)?;
+    let input = Input::file(&file)?;
+    let threads = all_threads(a.threads);
+    let rt = Runtime::builder().threads(threads).build()?;
+    let mut cases = Vec::new();
+    for name in &a.cases {
+        cases.push(match name.as_str() {
+            "wordcount" => wordcount_case(&input),
+            "skewed" => skewed_case(&input, a.skew)?,
+            "bytes" => bytes_case(&input),
+            "offsets" => offsets_case(&input, KeyHint::Unique),
+            "offsets-unhinted" => offsets_case(&input, KeyHint::Unknown),
+            other => bail!(
+                "unknown case '{other}' (wordcount, skewed, bytes, offsets, offsets-unhinted)"
+            ),
+        });
+    }
+    let pipeline = PipelineOptions {
+        buffer_bytes: a.buffer.map(|b| b as usize),
+        combine: a.combine,
+        ..Default::default()
+    };
+    let mut contenders = vec![
+        Contender {
+            name: "barrier",
+            mode: Mode::Barrier,
+            pipeline: pipeline.clone(),
+        },
+        Contender {
+            name: "pipelined",
+            mode: Mode::Pipelined,
+            pipeline: pipeline.clone(),
+        },
+    ];
+    if threads > 1 && !a.no_dedicated {
+        contenders.push(Contender {
+            name: "pipelined, 1 reduce-only",
+            mode: Mode::Pipelined,
+            pipeline: PipelineOptions {
+                dedicated_reducers: 1,
+                ..pipeline.clone()
+            },
+        });
+    }
+
+    println!(
+        "barrier vs pipelined map/reduce, {threads} threads, median of {} runs",
+        a.runs.max(1)
+    );
+    println!(
+        "{:<16} {:<25} {:>8} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>8} {:>8}",
+        "case",
+        "mode",
+        "time s",
+        "cpu s",
+        "MB/s",
+        "vs bar",
+        "map s",
+        "red s",
+        "merge s",
+        "util",
+        "batches",
+        "peak MiB"
+    );
+    let mut details = Vec::new();
+    for case in &cases {
+        let opts = |c: &Contender| RunOptions {
+            mode: Some(c.mode),
+            pipeline: c.pipeline.clone(),
+            split_size: case.split_size,
+            top: Some(20),
+            ..Default::default()
+        };
+        let mut results: Vec<Vec<(Digest, f64)>> = vec![Vec::new(); contenders.len()];
+        let mut closures: Vec<Box<dyn FnMut() -> Result<f64> + '_>> = Vec::new();
+        for (c, out) in contenders.iter().zip(results.iter_mut()) {
+            let o = opts(c);
+            let rt = &rt;
+            let run = &case.run;
+            closures.push(Box::new(move || {
+                let cpu = cpu_secs();
+                let d = run(rt, &o)?;
+                let t = d.0.total_secs;
+                out.push((d, cpu_secs() - cpu));
+                Ok(t)
+            }));
+        }
+        let mut refs: Vec<&mut dyn FnMut() -> Result<f64>> =
+            closures.iter_mut().map(|c| &mut **c as _).collect();
+        let times = interleaved(a.runs, &mut refs)?;
+        drop(refs);
+        drop(closures);
+        let digest = results[0][0].0 .1;
+        for (c, r) in contenders.iter().zip(&results) {
+            if r.iter().any(|d| d.0 .1 != digest) {
+                bail!(
+                    "{}: {} gave a different output than barrier",
+                    case.name,
+                    c.name
+                );
+            }
+        }
+        for ((c, r), &t) in contenders.iter().zip(&results).zip(&times) {
+            // The stats of the run closest to the median time.
+            let off = |z: &(Digest, f64)| (z.0 .0.total_secs - t).abs();
+            let s = &r
+                .iter()
+                .min_by(|x, y| off(x).total_cmp(&off(y)))
+                .expect("at least one run")
+                .0
+                 .0;
+            let cpu = median(r.iter().map(|x| x.1).collect());
+            let (batches, peak) = s
+                .pipeline
+                .as_ref()
+                .map_or((String::new(), String::new()), |p| {
+                    (
+                        p.batches.to_string(),
+                        format!("{:.1}", p.peak_buffered_bytes as f64 / (1 << 20) as f64),
+                    )
+                });
+            println!(
+                "{:<16} {:<25} {:>8.3} {:>6.2} {:>8.1} {:>6.2}x {:>7.3} {:>7.3} {:>7.3} {:>5.1}% {:>8} {:>8}",
+                case.name,
+                c.name,
+                t,
+                cpu,
+                case.bytes as f64 / 1e6 / t,
+                times[0] / t,
+                s.map_secs,
+                s.reduce_secs,
+                s.merge_secs,
+                100.0 * s.utilization,
+                batches,
+                peak
+            );
+            details.push((format!("{}, {}", case.name, c.name), s.clone()));
+        }
+        let auto = (case.run)(
+            &rt,
+            &RunOptions {
+                split_size: case.split_size,
+                top: Some(20),
+                ..Default::default()
+            },
+        )?;
+        println!(
+            "{:<16} auto picks {}: {}",
+            case.name, auto.0.mode, auto.0.mode_reason
+        );
+    }
+    for (name, s) in details {
+        println!("\n{name}, phases of the median run:\n{s}");
+    }
+    Ok(())
+}
+
+fn wordcount_case<'a>(input: &'a Input<'a>) -> Case<'a> {
+    Case {
+        name: "wordcount".into(),
+        bytes: input.len() as u64,
+        split_size: None,
+        run: Box::new(move |rt, opts| count_words(&WordCount::by_count(), rt, input, opts)),
+    }
+}
+
+fn skewed_case<'a>(input: &'a Input<'a>, skew: f64) -> Result<Case<'a>> {
+    let len = input.len() as u64;
+    let rounds = calibrate(input.part_bytes(0), skew)?;
+    println!("skewed: heavy splits (the last 5% of the input) spin {rounds} rounds per word, ~{skew}x a light split");
+    let job = Skewed {
+        heavy_from: len - len / 20,
+        rounds,
+    };
+    Ok(Case {
+        name: "skewed".into(),
+        bytes: len,
+        split_size: Some((len as usize / 100).max(1)),
+        run: Box::new(move |rt, opts| count_words(&job, rt, input, opts)),
+    })
+}
+
+/// Counts byte values: 256 dense keys.
+struct ByteHistogram;
+
+impl Job for ByteHistogram {
+    type Key = u8;
+    type Value = u64;
+    type Combiner = Sum;
+    type Out = u64;
+
+    fn records(&self) -> Records {
+        Records::Fixed(1)
+    }
+
+    fn keys(&self) -> KeyHint {
+        KeyHint::Dense(256)
+    }
+
+    fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) {
+        for &b in split.data {
+            emit.emit(b, 1);
+        }
+    }
+
+    fn reduce(&self, _key: &u8, n: u64) -> u64 {
+        n
+    }
+
+    fn pipelinable(&self) -> bool {
+        true
+    }
+}
+
+/// Every word's length, keyed by its byte offset: each key occurs once.
+struct Offsets {
+    hint: KeyHint,
+}
+
+impl Job for Offsets {
+    type Key = u64;
+    type Value = u64;
+    type Combiner = Sum;
+    type Out = u64;
+
+    fn records(&self) -> Records {
+        Records::Separator(is_separator)
+    }
+
+    fn keys(&self) -> KeyHint {
+        self.hint
+    }
+
+    fn map<E: Emit<u64, u64>>(&self, split: Split<'_>, emit: &mut E) {
+        let mut start = None;
+        for (i, &b) in split.data.iter().chain([&b' ']).enumerate() {
+            match (is_separator(b), start) {
+                (false, None) => start = Some(i),
+                (true, Some(s)) => {
+                    emit.emit(split.offset + s as u64, (i - s) as u64);
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn reduce(&self, _key: &u64, len: u64) -> u64 {
+        len
+    }
+
+    fn pipelinable(&self) -> bool {
+        true
+    }
+}
+
+/// Runs a job with integer keys and counts: its stats, and a digest of the
+/// output, the pairs emitted and the distinct keys.
+fn run_counts<J, K>(job: &J, rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> Result<Digest>
+where
+    J: Job<Key = K, Out = u64>,
+    K: ember::Key + Into<u64> + Copy,
+{
+    let out = rt.run_with(job, input, opts)?;
+    let mut digest = out.stats.pairs_emitted ^ out.stats.distinct_keys.rotate_left(32);
+    for &(k, n) in &out.pairs {
+        digest = (digest ^ k.into()).wrapping_mul(0x100_0000_01b3);
+        digest = (digest ^ n).wrapping_mul(0x100_0000_01b3);
+    }
+    Ok((out.stats, digest))
+}
+
+fn bytes_case<'a>(input: &'a Input<'a>) -> Case<'a> {
+    Case {
+        name: "bytes".into(),
+        bytes: input.len() as u64,
+        split_size: None,
+        run: Box::new(move |rt, opts| run_counts(&ByteHistogram, rt, input, opts)),
+    }
+}
+
+fn offsets_case<'a>(input: &'a Input<'a>, hint: KeyHint) -> Case<'a> {
+    let name = match hint {
+        KeyHint::Unique => "offsets",
+        _ => "offsets-unhinted",
+    };
+    Case {
+        name: name.into(),
+        bytes: input.len() as u64,
+        split_size: None,
+        run: Box::new(move |rt, opts| run_counts(&Offsets { hint }, rt, input, opts)),
+    }
+}

@@ -1,0 +1,314 @@
+//! One worker of a pipelined run: a mapper that hands off full buffers and
+//! folds the buffers waiting for its own partition between hand-offs and
+//! between splits, then a reducer that helps fold whatever is left and
+//! finishes its partition.
+
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::exchange::{Aborted, Backoff, Buf, Clock, Exchange, MIN_COMBINING};
+use crate::combine::Combiner;
+use crate::container::partition_of;
+use crate::error::{Error, Phase};
+use crate::input::{Input, SplitRange};
+use crate::job::{Emit, Job, Split, StateOf};
+use crate::key::Key;
+
+/// What a worker brings back from the run.
+pub(super) struct Report<J: Job> {
+    /// Its partition, reduced (empty after a failure).
+    pub(super) run: Vec<(J::Key, J::Out)>,
+    /// Splits it mapped.
+    pub(super) tasks: u64,
+    /// Pairs its `map` calls emitted.
+    pub(super) pairs: u64,
+    /// When it finished mapping (None for a dedicated reducer).
+    pub(super) map_end: Option<Instant>,
+    /// Whether it ended with combining buffers (None: it did not map).
+    pub(super) combining: Option<bool>,
+    /// Where its time went.
+    pub(super) clock: Clock,
+}
+
+/// A mapper's sink: one combining buffer per reducer.
+struct Mapper<'x, 'j, J: Job> {
+    x: &'x Exchange<'j, J>,
+    me: usize,
+    /// The buffer being filled for each reducer (taken lazily, so a mapper
+    /// holds no buffer for a reducer it has nothing for).
+    bufs: Vec<Option<Buf<J>>>,
+    /// Pairs emitted into each buffer since it was taken.
+    fill: Vec<usize>,
+    pairs: u64,
+    clock: Clock,
+    /// The kind of buffer this mapper takes: combining or append.
+    combining: bool,
+    /// Combining hand-offs left before the mapper judges whether combining
+    /// pays (0: judged, or the kind was fixed by the caller).
+    trial: usize,
+    /// Pairs and entries of the combining hand-offs so far.
+    trial_pairs: usize,
+    trial_entries: usize,
+}
+
+/// Combining hand-offs a mapper measures before choosing its buffer kind.
+const TRIAL_HANDOFFS: usize = 8;
+
+impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
+    #[inline(always)]
+    fn emit(&mut self, key: <J::Key as Key>::Ref<'_>, value: J::Value) {
+        let probe = J::Key::probe(key);
+        let hash = J::Key::probe_hash(&probe);
+        let r = partition_of(hash, self.x.workers);
+        self.pairs += 1;
+        let buf = match &mut self.bufs[r] {
+            Some(b) => b,
+            empty => match self.x.acquire(self.me, self.combining, &mut self.clock) {
+                Some(b) => empty.insert(b),
+                // Another worker failed: stop this map call.
+                None => resume_unwind(Box::new(Aborted)),
+            },
+        };
+        let full = match buf {
+            Buf::Table(t) => {
+                t.upsert(&probe, hash, value, J::Combiner::init, J::Combiner::add);
+                self.fill[r] += 1;
+                t.len() >= self.x.sizing.keys || self.fill[r] >= self.x.sizing.pairs
+            }
+            Buf::Pairs(h, v) => {
+                h.push(hash);
+                v.push((J::Key::from_probe(&probe), J::Combiner::init(value)));
+                v.len() >= self.x.sizing.append
+            }
+        };
+        if full {
+            self.hand_off(r);
+        }
+    }
+}
+
+impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
+    /// Mapper `me`; `combine` fixes the buffer kind (None: measured).
+    fn new(x: &'x Exchange<'j, J>, me: usize, combine: Option<bool>) -> Self {
+        Mapper {
+            x,
+            me,
+            bufs: (0..x.workers).map(|_| None).collect(),
+            fill: vec![0; x.workers],
+            pairs: 0,
+            clock: Clock::default(),
+            combining: combine.unwrap_or(true),
+            trial: if combine.is_none() { TRIAL_HANDOFFS } else { 0 },
+            trial_pairs: 0,
+            trial_entries: 0,
+        }
+    }
+
+    /// Notes a combining hand-off of `entries` entries for `pairs` pairs;
+    /// after the trial, switches to append buffers if combining folded too
+    /// few pairs per entry to pay for its lookups.
+    fn judge(&mut self, pairs: usize, entries: usize) {
+        if self.trial == 0 {
+            return;
+        }
+        self.trial_pairs += pairs;
+        self.trial_entries += entries;
+        self.trial -= 1;
+        if self.trial == 0 {
+            self.combining = self.trial_pairs as f64 >= MIN_COMBINING * self.trial_entries as f64;
+        }
+    }
+
+    /// Sends reducer `r`'s buffer; then, if buffers pile up while other
+    /// mappers still have splits to map (so nobody is idle to fold for us),
+    /// folds what waits for this worker's own partition.
+    #[inline(never)]
+    fn hand_off(&mut self, r: usize) {
+        if let Some(buf) = self.bufs[r].take() {
+            if let Buf::Table(t) = &buf {
+                self.judge(self.fill[r], t.len());
+            }
+            self.x.send(self.me, r, buf);
+            self.clock.sent += 1;
+        }
+        self.fill[r] = 0;
+        if self.x.should_fold() {
+            self.x.drain(self.me, self.me, &mut self.clock);
+        }
+    }
+
+    /// Sends every non-empty buffer and returns the empty ones.
+    fn flush(&mut self) {
+        for r in 0..self.x.workers {
+            match self.bufs[r].take() {
+                Some(b) if b.len() > 0 => {
+                    self.x.send(self.me, r, b);
+                    self.clock.sent += 1;
+                }
+                Some(b) => self.x.recycle(self.me, b),
+                None => {}
+            }
+        }
+    }
+
+    /// Sends entries already combined elsewhere (a kept sample's) to
+    /// their reducers, through append buffers.
+    fn seed(&mut self, entries: impl Iterator<Item = (J::Key, StateOf<J>)>) {
+        let start = Instant::now();
+        let before = (self.clock.reduce, self.clock.idle);
+        let combining = std::mem::replace(&mut self.combining, false);
+        // Folding waiting buffers (under back-pressure) runs the combiner.
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| self.send_entries(entries))) {
+            if !p.is::<Aborted>() {
+                self.x.failure.record(Error::panicked(Phase::Reduce, p));
+            }
+            return;
+        }
+        self.flush();
+        self.combining = combining;
+        let nested = (self.clock.reduce - before.0) + (self.clock.idle - before.1);
+        self.clock.map += start.elapsed().saturating_sub(nested);
+    }
+
+    /// Puts owned entries into append buffers, handing off the full ones.
+    fn send_entries(&mut self, entries: impl Iterator<Item = (J::Key, StateOf<J>)>) {
+        for (k, s) in entries {
+            let hash = k.hash_owned();
+            let r = partition_of(hash, self.x.workers);
+            let buf = match &mut self.bufs[r] {
+                Some(b) => b,
+                empty => match self.x.acquire(self.me, false, &mut self.clock) {
+                    Some(b) => empty.insert(b),
+                    None => resume_unwind(Box::new(Aborted)),
+                },
+            };
+            let full = match buf {
+                Buf::Table(t) => {
+                    t.merge_owned(k, s, J::Combiner::merge);
+                    t.len() >= self.x.sizing.keys
+                }
+                Buf::Pairs(h, v) => {
+                    h.push(hash);
+                    v.push((k, s));
+                    v.len() >= self.x.sizing.append
+                }
+            };
+            if full {
+                self.hand_off(r);
+            }
+        }
+    }
+
+    /// Maps splits until none is left or the run fails.
+    fn map_all(&mut self, input: &Input<'_>, splits: &[SplitRange]) -> u64 {
+        let job = self.x.job;
+        let mut tasks = 0;
+        while !self.x.failure.is_set() {
+            let i = self.x.next_split.fetch_add(1, Ordering::Relaxed);
+            let Some(s) = splits.get(i) else { break };
+            let split = Split {
+                data: &input.part_bytes(s.part)[s.start..s.end],
+                part: s.part,
+                offset: s.start as u64,
+            };
+            let start = Instant::now();
+            let before = (self.clock.reduce, self.clock.idle);
+            let mapped = catch_unwind(AssertUnwindSafe(|| job.map(split, self)));
+            let nested = (self.clock.reduce - before.0) + (self.clock.idle - before.1);
+            self.clock.map += start.elapsed().saturating_sub(nested);
+            if let Err(p) = mapped {
+                if !p.is::<Aborted>() {
+                    self.x.failure.record(Error::panicked(Phase::Map, p));
+                }
+                return tasks;
+            }
+            tasks += 1;
+            if self.x.should_fold() {
+                self.x.drain(self.me, self.me, &mut self.clock);
+            }
+        }
+        if !self.x.failure.is_set() {
+            self.flush();
+        }
+        tasks
+    }
+}
+
+/// What a worker does besides reducing.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Role {
+    /// It maps (false for a dedicated reducer).
+    pub(super) maps: bool,
+    /// The buffer kind, if fixed by the caller.
+    pub(super) combine: Option<bool>,
+}
+
+/// Runs worker `me`: sends its share of a kept sample (`seed`), maps
+/// (unless it is a dedicated reducer), then folds until every worker has
+/// sent its last buffer and every buffer is folded, then reduces its
+/// partition.
+pub(super) fn work<J: Job>(
+    x: &Exchange<'_, J>,
+    me: usize,
+    role: Role,
+    seed: Option<impl Iterator<Item = (J::Key, StateOf<J>)>>,
+    input: &Input<'_>,
+    splits: &[SplitRange],
+) -> Report<J> {
+    let mut report = Report {
+        run: Vec::new(),
+        tasks: 0,
+        pairs: 0,
+        map_end: None,
+        combining: None,
+        clock: Clock::default(),
+    };
+    let mut mapper = Mapper::new(x, me, role.combine);
+    if let Some(entries) = seed {
+        mapper.seed(entries);
+    }
+    if role.maps {
+        report.tasks = mapper.map_all(input, splits);
+        report.pairs = mapper.pairs;
+        report.combining = Some(mapper.combining);
+        report.map_end = Some(Instant::now());
+    }
+    report.clock = mapper.clock;
+    // Release: a reducer that reads 0 sees every buffer sent above.
+    x.mappers_left.fetch_sub(1, Ordering::Release);
+    let clock = &mut report.clock;
+    let mut backoff = Backoff::default();
+    loop {
+        if x.failure.is_set() {
+            return report;
+        }
+        let mapped = x.mappers_left.load(Ordering::Acquire) == 0;
+        if x.help(me, clock) > 0 {
+            backoff.reset();
+        } else if mapped && x.all_folded() {
+            break;
+        } else {
+            clock.idle += backoff.wait();
+        }
+    }
+    // Every buffer has been taken from its channel, and a buffer is taken
+    // only under its partition's lock: once we hold ours, it is complete.
+    let table = x.take_part(me);
+    let start = Instant::now();
+    let job = x.job;
+    let reduced = catch_unwind(AssertUnwindSafe(|| {
+        let mut out = Vec::with_capacity(table.len());
+        out.extend(table.into_iter().map(|(k, s)| {
+            let o = job.reduce(&k, s);
+            (k, o)
+        }));
+        out
+    }));
+    clock.reduce += start.elapsed();
+    match reduced {
+        Ok(run) => report.run = run,
+        Err(p) => x.failure.record(Error::panicked(Phase::Reduce, p)),
+    }
+    report
+}
