@@ -22,7 +22,7 @@
 //! combiner adds them; reduce divides.
 
 use ember::{
-    Combiner, Emit, Error, Input, Job, Records, Result, RunOptions, Runtime, Split, Stats,
+    Combiner, Emit, Error, Input, Job, KeyHint, Records, Result, RunOptions, Runtime, Split, Stats,
 };
 
 use crate::isa::{vectorized, Any, Fixed, Len};
@@ -330,6 +330,11 @@ impl Job for Step<'_> {
 
     fn records(&self) -> Records {
         Records::Fixed(4 * self.dims)
+    }
+
+    /// Cluster ids are dense: the array container holds them, no sampling.
+    fn keys(&self) -> KeyHint {
+        KeyHint::Dense(self.means.len() / self.dims)
     }
 
     fn map<E: Emit<u32, ClusterSum>>(&self, split: Split<'_>, emit: &mut E) {
