@@ -69,7 +69,7 @@ impl Sums {
 
 /// Fails on a file that is not whole points.
 fn check(data: &[u8]) -> Result<()> {
-    if data.len() % 2 != 0 {
+    if !data.len().is_multiple_of(2) {
         return Err(Error::InvalidInput(format!(
             "linear regression input is {} bytes, an odd length: points are pairs of bytes (x, y), so byte {} has no y",
             data.len(),
@@ -204,7 +204,7 @@ pub fn write_points(
     out: &mut impl Write,
     progress: impl FnMut(u64),
 ) -> io::Result<()> {
-    if spec.size % 2 != 0 {
+    if !spec.size.is_multiple_of(2) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(

@@ -210,6 +210,35 @@ fn generated_corpus_in_every_container() {
 }
 
 #[test]
+fn a_forced_container_gets_the_samples_opinion_in_the_stats() {
+    // Every word unique: the sample says append; forcing hash says so.
+    let data: Vec<u8> = (0..60_000u32)
+        .flat_map(|i| {
+            let w: Vec<u8> = format!("{i:x}")
+                .chars()
+                .map(|c| b'a' + c.to_digit(16).unwrap() as u8)
+                .collect();
+            [w, vec![b' ']].concat()
+        })
+        .collect();
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let opts = RunOptions {
+        split_size: Some(4096),
+        container: Some(ContainerKind::Hash),
+        ..Default::default()
+    };
+    let s = rt
+        .run_with(&WordCount::new(), &Input::bytes(&data), &opts)
+        .unwrap()
+        .stats;
+    assert!(
+        s.container_reason.contains("Auto would pick append"),
+        "{}",
+        s.container_reason
+    );
+}
+
+#[test]
 fn containers_that_cannot_hold_words_are_refused() {
     let rt = Runtime::builder().threads(2).build().unwrap();
     for (c, msg) in [

@@ -297,7 +297,7 @@ mod tests {
                 for (_, offset, bytes) in c {
                     prop_assert_eq!(offset as usize % n, 0);
                     let end = offset as usize + bytes.len();
-                    prop_assert!(end == len || end % n == 0);
+                    prop_assert!(end == len || end.is_multiple_of(n));
                 }
             }
         }

@@ -306,7 +306,19 @@ impl Runtime {
                     unsampled,
                 )
             }
-            k => (k, "chosen by the job or the caller".to_string()),
+            k => {
+                // A forced choice still gets the sample's opinion, so the
+                // stats say why a poor choice is slow.
+                let mut why = "chosen by the job or the caller".to_string();
+                if let Some(p) = &prediction {
+                    let (auto, r) =
+                        predict::choose(hint, dense_ok, J::Combiner::FOLDS, Some(p), "");
+                    if auto != k {
+                        why = format!("{why}; Auto would pick {auto} ({r})");
+                    }
+                }
+                (k, why)
+            }
         };
         stats.container = kind.name().to_string();
         stats.container_reason = reason;
