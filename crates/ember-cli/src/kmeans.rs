@@ -73,14 +73,7 @@ pub(crate) struct GenArgs {
 /// The WORKLOADS.md points (uniform in 0..max) as a matrix spec.
 pub(crate) fn points_spec(points: u64, dims: u64, max: i32, seed: u64) -> Result<MatrixSpec> {
     anyhow::ensure!(dims >= 1, "--dims must be at least 1");
-    let (lo, hi) = numeric::value_range(max)?;
-    Ok(MatrixSpec {
-        rows: points,
-        cols: dims,
-        lo,
-        hi,
-        seed,
-    })
+    numeric::uniform(points, dims, max, seed)
 }
 
 /// Runs `ember gen kmeans`.

@@ -49,14 +49,7 @@ pub(crate) struct GenArgs {
 /// A factor (values uniform in 0..max) as a matrix spec.
 pub(crate) fn factor_spec(rows: u64, cols: u64, max: i32, seed: u64) -> Result<MatrixSpec> {
     anyhow::ensure!(cols >= 1, "a matrix needs at least 1 column");
-    let (lo, hi) = numeric::value_range(max)?;
-    Ok(MatrixSpec {
-        rows,
-        cols,
-        lo,
-        hi,
-        seed,
-    })
+    numeric::uniform(rows, cols, max, seed)
 }
 
 /// Runs `ember gen matmul`.

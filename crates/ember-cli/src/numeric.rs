@@ -51,11 +51,17 @@ pub(crate) fn matrix<'a>(input: &'a Input<'_>) -> Result<Matrix<'a>> {
     Ok(Matrix::parse(input.part_bytes(0), &name)?)
 }
 
-/// Checks a generator's value range `0..max`.
-pub(crate) fn value_range(max: i32) -> Result<(i32, i32)> {
+/// A `rows x cols` matrix of values uniform in `0..max`, from `seed`.
+pub(crate) fn uniform(rows: u64, cols: u64, max: i32, seed: u64) -> Result<MatrixSpec> {
     anyhow::ensure!(
         max >= 1,
         "--max must be at least 1 (values are drawn from 0..max)"
     );
-    Ok((0, max))
+    Ok(MatrixSpec {
+        rows,
+        cols,
+        lo: 0,
+        hi: max,
+        seed,
+    })
 }

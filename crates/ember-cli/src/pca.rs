@@ -48,14 +48,7 @@ pub(crate) struct GenArgs {
 /// The PCA input matrix (values uniform in 0..max) as a matrix spec.
 pub(crate) fn matrix_spec(rows: u64, cols: u64, max: i32, seed: u64) -> Result<MatrixSpec> {
     anyhow::ensure!(cols >= 2, "--cols must be at least 2");
-    let (lo, hi) = numeric::value_range(max)?;
-    Ok(MatrixSpec {
-        rows,
-        cols,
-        lo,
-        hi,
-        seed,
-    })
+    numeric::uniform(rows, cols, max, seed)
 }
 
 /// Runs `ember gen pca`.
