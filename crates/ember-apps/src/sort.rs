@@ -135,66 +135,65 @@ pub fn check_records(data: &[u8]) -> Result<usize> {
     Ok(n)
 }
 
-/// The key of a record.
-#[inline(always)]
-fn key_of(record: &[u8]) -> SortKey {
-    record[..KEY_LEN].try_into().expect("a record holds a key")
-}
-
-/// The map-only job: `(key, record index)` for every record.
+/// The map-only job: every record's [`Packed`] key and index.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SortJob;
 
 impl MapOnlyJob for SortJob {
-    type Key = SortKey;
-    type Value = RecordIndex;
+    type Key = Packed;
+    type Value = ();
 
     fn records(&self) -> Records {
         Records::Fixed(RECORD_LEN)
     }
 
-    /// Emits the split's pairs sorted by key, then index (the map-side
-    /// sort of Hadoop): that is the order a stable sort gives, so the
-    /// runtime's stable sort of the concatenated runs returns the same
-    /// output, but finds them presorted (runs it merges instead of sorting).
-    /// The split is sorted as packed `u128`s, like the sequential sort.
-    fn map(&self, split: Split<'_>, out: &mut Vec<(SortKey, RecordIndex)>) {
+    /// Emits the split's records packed and sorted (the map-side sort of
+    /// Hadoop): each split is one sorted run, which the runtime's merge
+    /// merges rather than sorts. Packed keys are distinct (they hold the
+    /// index), so any correct merge gives the one stable order.
+    ///
+    /// Keys are emitted as one `u128` rather than as a `[u8; 10]` key
+    /// beside a `u32` index: the merge compares two words instead of
+    /// calling `memcmp`.
+    fn map(&self, split: Split<'_>, out: &mut Vec<(Packed, ())>) {
         let first = split.offset as usize / RECORD_LEN;
-        let mut packed: Vec<u128> = split
-            .data
-            .chunks_exact(RECORD_LEN)
-            .enumerate()
-            .map(|(i, rec)| pack(rec, first + i))
-            .collect();
-        packed.sort_unstable();
-        out.extend(packed.into_iter().map(unpack));
+        let start = out.len();
+        out.extend(
+            split
+                .data
+                .chunks_exact(RECORD_LEN)
+                .enumerate()
+                .map(|(i, rec)| (pack(rec, first + i), ())),
+        );
+        out[start..].sort_unstable();
     }
 }
 
 /// A record's key and index as one integer whose order is (key, index):
 /// the key in the top 80 bits, the index in the low 32.
+pub type Packed = u128;
+
 #[inline(always)]
-fn pack(record: &[u8], index: usize) -> u128 {
+fn pack(record: &[u8], index: usize) -> Packed {
     let mut k = [0u8; 16];
     k[..KEY_LEN].copy_from_slice(&record[..KEY_LEN]);
     // `check_records` bounds the index.
     u128::from_be_bytes(k) | index as RecordIndex as u128
 }
 
-/// The key and index of a packed record.
+/// The index of the record a packed key was made from.
 #[inline(always)]
-fn unpack(p: u128) -> (SortKey, RecordIndex) {
-    let bytes = p.to_be_bytes();
-    (key_of(&bytes), p as RecordIndex)
+pub fn index_of(p: Packed) -> RecordIndex {
+    p as RecordIndex
 }
 
-/// A sort order computed on ember: the input's `(key, record index)`
-/// pairs, stably sorted by key.
+/// A sort order computed on ember: the input's records as [`Packed`] keys,
+/// in key order (ties in input order).
 pub struct Order {
-    /// The pairs in key order.
-    pub pairs: Vec<(SortKey, RecordIndex)>,
-    /// Stats of the map-only run (map: keys extracted; merge: the pairs
-    /// concatenated and stably sorted).
+    /// The packed keys in order.
+    pub keys: Vec<Packed>,
+    /// Stats of the map-only run (map: keys extracted and each split
+    /// sorted; merge: the sorted runs merged).
     pub stats: Stats,
 }
 
@@ -202,16 +201,16 @@ impl Order {
     /// The input's records in this order, gathered into `out` (which must
     /// hold them exactly) by `threads` threads.
     pub fn gather_into(&self, data: &[u8], threads: usize, out: &mut [u8]) {
-        gather_into(data, &self.pairs, |p| p.1 as usize, threads, out);
+        gather_into(data, &self.keys, |&p| index_of(p) as usize, threads, out);
     }
 
     /// The input's records in this order, written to `w` (gathered in
     /// pieces into one reused buffer by `threads` threads).
     pub fn write(&self, data: &[u8], threads: usize, w: &mut impl Write) -> io::Result<()> {
         let mut buf = Vec::new();
-        for piece in self.pairs.chunks(WRITE_RECORDS) {
+        for piece in self.keys.chunks(WRITE_RECORDS) {
             buf.resize(piece.len() * RECORD_LEN, 0);
-            gather_into(data, piece, |p| p.1 as usize, threads, &mut buf);
+            gather_into(data, piece, |&p| index_of(p) as usize, threads, &mut buf);
             w.write_all(&buf)?;
         }
         Ok(())
@@ -243,7 +242,8 @@ pub fn sort_order(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<Order>
     };
     let out = rt.run_map_only(&SortJob, &Input::bytes(data), &opts)?;
     Ok(Order {
-        pairs: out.pairs,
+        // Same size and alignment: collected in place.
+        keys: out.pairs.into_iter().map(|(p, ())| p).collect(),
         stats: out.stats,
     })
 }
@@ -295,7 +295,7 @@ pub fn sequential_into(data: &[u8], out: &mut [u8]) -> Result<()> {
         .map(|(i, rec)| pack(rec, i))
         .collect();
     keys.sort_unstable();
-    gather_into(data, &keys, |&k| unpack(k).1 as usize, 1, out);
+    gather_into(data, &keys, |&k| index_of(k) as usize, 1, out);
     Ok(())
 }
 

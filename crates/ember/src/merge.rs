@@ -17,7 +17,7 @@
 //! (selection, linear time), and only those candidates are ordered.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
@@ -145,76 +145,164 @@ where
                     .collect()
             })
             .collect();
-        // Owned pieces: pieces[range][run], cutting each run from its end.
-        let mut pieces: Vec<Vec<Vec<T>>> = (0..ranges)
-            .map(|_| Vec::with_capacity(runs.len()))
+        // 4. Merge every range from all runs at once, in parallel, each
+        //    range straight into its own slice of the output: every item is
+        //    moved once, from its run to its place (cutting the runs into
+        //    owned pieces and concatenating the merged ranges cost two more
+        //    copies of everything).
+        let mut starts: Vec<Vec<usize>> = cuts
+            .into_iter()
+            .map(|c| std::iter::once(0).chain(c).collect())
             .collect();
-        let cut_runs: Vec<Vec<Vec<T>>> = runs
-            .into_par_iter()
-            .zip(cuts)
-            .map(|(mut run, cuts)| {
-                let mut out = Vec::with_capacity(ranges);
-                for &c in cuts.iter().rev() {
-                    out.push(run.split_off(c));
-                }
-                out.push(run);
-                out.reverse();
-                out
-            })
-            .collect();
-        for run_pieces in cut_runs {
-            for (range, piece) in run_pieces.into_iter().enumerate() {
-                pieces[range].push(piece);
-            }
+        for (start, run) in starts.iter_mut().zip(&runs) {
+            start.push(run.len());
         }
-        // 4. Merge every range from all runs at once, in parallel.
-        let merged: Vec<Vec<T>> = pieces.into_par_iter().map(|p| kway(p, cmp)).collect();
-        concat(merged)
+        let mut out: Vec<T> = Vec::with_capacity(n);
+        let mut tasks: Vec<Task<'_, T>> = Vec::with_capacity(ranges);
+        let mut rest = &mut out.spare_capacity_mut()[..n];
+        for k in 0..ranges {
+            let pieces: Vec<Piece<T>> = runs
+                .iter()
+                .zip(&starts)
+                .map(|(run, start)| Piece {
+                    // In bounds: cuts are positions in the run, in order.
+                    next: run[start[k]..start[k + 1]].as_ptr(),
+                    left: start[k + 1] - start[k],
+                })
+                .filter(|p| p.left > 0)
+                .collect();
+            let len = pieces.iter().map(|p| p.left).sum();
+            let (dst, tail) = rest.split_at_mut(len);
+            rest = tail;
+            tasks.push((pieces, dst));
+        }
+        // The items now belong to the pieces: each is read out exactly once
+        // below, so the runs must not drop them (if a comparison panics, the
+        // items not yet moved leak, which is safe).
+        for run in &mut runs {
+            // SAFETY: 0 <= capacity, and no item of the run is dropped or
+            // read through the run again: the pieces own them.
+            unsafe { run.set_len(0) };
+        }
+        tasks
+            .into_par_iter()
+            .for_each(|(mut pieces, dst)| kway(&mut pieces, dst, cmp));
+        // SAFETY: the ranges' slices tile out[..n] and `kway` wrote every
+        // slot of its slice (it writes exactly as many items as its pieces
+        // hold, which is the slice's length).
+        unsafe { out.set_len(n) };
+        drop(runs);
+        out
     })
 }
 
-/// Merges sorted pieces into one sorted vector; ties go to the lower piece
-/// index, so the merge is stable in piece order.
-fn kway<T, F: Fn(&T, &T) -> Ordering>(pieces: Vec<Vec<T>>, cmp: &F) -> Vec<T> {
-    struct Head<'c, T, F> {
-        item: T,
-        piece: usize,
-        cmp: &'c F,
+/// One range of a p-way merge: its pieces of every run, and its slice of
+/// the output.
+type Task<'o, T> = (Vec<Piece<T>>, &'o mut [MaybeUninit<T>]);
+
+/// The unread part of a sorted piece of a run, whose items the merge owns
+/// and moves out one by one.
+struct Piece<T> {
+    next: *const T,
+    left: usize,
+}
+
+// SAFETY: a piece is the only owner of its items (the run gave them up), so
+// sending it sends the items: sound when they are `Send`.
+unsafe impl<T: Send> Send for Piece<T> {}
+
+impl<T> Piece<T> {
+    /// The piece's next item.
+    fn head(&self) -> &T {
+        // SAFETY: `left > 0` whenever a piece is in the merge's heap, and
+        // `next` then points at an item not yet moved out.
+        unsafe { &*self.next }
     }
-    impl<T, F: Fn(&T, &T) -> Ordering> PartialEq for Head<'_, T, F> {
-        fn eq(&self, o: &Self) -> bool {
-            self.cmp(o) == Ordering::Equal
+
+    /// Moves the next item out.
+    fn take(&mut self) -> T {
+        // SAFETY: as in `head`; the item is read once, then skipped.
+        let item = unsafe { self.next.read() };
+        self.left -= 1;
+        // SAFETY: at most one past the piece's last item.
+        self.next = unsafe { self.next.add(1) };
+        item
+    }
+}
+
+/// Merges sorted pieces into `out` (exactly as long as the pieces hold);
+/// ties go to the lower piece index, so the merge is stable in piece order.
+///
+/// A loser tree (Knuth's tournament tree): after each output only the
+/// winner's leaf-to-root path is replayed, one comparison per level, half
+/// the comparisons of a binary heap's sift-down. On random keys every
+/// comparison is a coin flip the branch predictor loses, so their number
+/// is the merge's cost. With the single-copy layout above, on 10M sort
+/// records in 16 runs (2 threads, `ember bench merge`, on a loaded
+/// machine), the merge phase took 0.62 s with a heap and copies, 0.38 s
+/// with a heap, 0.32 s with this tree.
+///
+/// The replay is written as selects, not branches, so it compiles to
+/// conditional moves; an exhausted piece leaves the tree (rebuilt, O(k),
+/// k times per range), so the hot loop has no end-of-piece test.
+fn kway<T, F: Fn(&T, &T) -> Ordering>(
+    pieces: &mut Vec<Piece<T>>,
+    out: &mut [MaybeUninit<T>],
+    cmp: &F,
+) {
+    // Pieces stay in run order as exhausted ones leave, so ties between
+    // positions are ties between runs.
+    pieces.retain(|p| p.left > 0);
+    let before = |pieces: &[Piece<T>], a: usize, b: usize| {
+        cmp(pieces[a].head(), pieces[b].head()).then(a.cmp(&b)) == Ordering::Less
+    };
+    let mut tree = Vec::new();
+    let mut at = 0;
+    while !pieces.is_empty() {
+        build(pieces, &mut tree, before);
+        let k = pieces.len();
+        loop {
+            let mut win = tree[0];
+            out[at].write(pieces[win].take());
+            at += 1;
+            if pieces[win].left == 0 {
+                pieces.remove(win);
+                break;
+            }
+            // Replay the winner's path with its next head.
+            let mut node = (k + win) / 2;
+            while node > 0 {
+                let other = tree[node];
+                let swap = before(pieces, other, win);
+                tree[node] = if swap { win } else { other };
+                win = if swap { other } else { win };
+                node /= 2;
+            }
+            tree[0] = win;
         }
     }
-    impl<T, F: Fn(&T, &T) -> Ordering> Eq for Head<'_, T, F> {}
-    impl<T, F: Fn(&T, &T) -> Ordering> PartialOrd for Head<'_, T, F> {
-        fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-            Some(self.cmp(o))
-        }
+    debug_assert_eq!(at, out.len(), "the output is as long as the pieces");
+}
+
+/// Builds the loser tree of `pieces` (all non-empty) into `tree`: leaves
+/// are k..2k (leaf k + p is piece p), node i in 1..k holds the loser of the
+/// match between its subtrees, `tree[0]` the overall winner.
+fn build<T>(
+    pieces: &[Piece<T>],
+    tree: &mut Vec<usize>,
+    before: impl Fn(&[Piece<T>], usize, usize) -> bool,
+) {
+    let k = pieces.len();
+    let mut winners: Vec<usize> = (0..2 * k).map(|i| i.saturating_sub(k)).collect();
+    tree.clear();
+    tree.resize(k, 0);
+    for i in (1..k).rev() {
+        let (a, b) = (winners[2 * i], winners[2 * i + 1]);
+        let (win, lose) = if before(pieces, b, a) { (b, a) } else { (a, b) };
+        winners[i] = win;
+        tree[i] = lose;
     }
-    impl<T, F: Fn(&T, &T) -> Ordering> Ord for Head<'_, T, F> {
-        // Reversed: BinaryHeap is a max-heap and we want the least first.
-        fn cmp(&self, o: &Self) -> Ordering {
-            (self.cmp)(&o.item, &self.item).then(o.piece.cmp(&self.piece))
-        }
-    }
-    let total = pieces.iter().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(total);
-    let mut iters: Vec<_> = pieces.into_iter().map(Vec::into_iter).collect();
-    let mut heap = BinaryHeap::with_capacity(iters.len());
-    for (piece, it) in iters.iter_mut().enumerate() {
-        if let Some(item) = it.next() {
-            heap.push(Head { item, piece, cmp });
-        }
-    }
-    while let Some(mut head) = heap.peek_mut() {
-        let piece = head.piece;
-        match iters[piece].next() {
-            Some(next) => out.push(std::mem::replace(&mut head.item, next)),
-            None => out.push(std::collections::binary_heap::PeekMut::pop(head).item),
-        }
-    }
-    out
+    tree[0] = if k == 1 { 0 } else { winners[1] };
 }
 
 /// The `k` first items of the union of the runs, in order.

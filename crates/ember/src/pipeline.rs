@@ -522,6 +522,7 @@ mod tests {
             repeats,
             beta: 0.5,
             keys_per_worker,
+            pairs_per_worker: 1000,
         })
     }
 

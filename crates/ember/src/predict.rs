@@ -57,6 +57,8 @@ pub(crate) struct Prediction {
     pub(crate) beta: f64,
     /// Distinct keys each worker is predicted to hold after the map phase.
     pub(crate) keys_per_worker: u64,
+    /// Pairs each worker is predicted to emit over the whole input.
+    pub(crate) pairs_per_worker: u64,
 }
 
 /// Extrapolates the workers' histories to the whole input, of which the
@@ -98,6 +100,7 @@ pub(crate) fn predict(histories: &[History], fraction: f64) -> Prediction {
         repeats,
         beta,
         keys_per_worker: keys.round() as u64,
+        pairs_per_worker: final_pairs.round() as u64,
     }
 }
 

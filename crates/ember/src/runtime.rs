@@ -401,9 +401,14 @@ impl Runtime {
                         Counting::new(ArrayContainer::<J>::new(n, partitions))
                     })?
                 }
-                ContainerKind::Append => self.run_in(job, source, &mut stats, |_| {
-                    Counting::new(AppendContainer::<J>::new(partitions))
-                })?,
+                ContainerKind::Append => {
+                    let pairs = prediction
+                        .as_ref()
+                        .map_or(0, |p| p.pairs_per_worker as usize);
+                    self.run_in(job, source, &mut stats, |_| {
+                        Counting::new(AppendContainer::<J>::new(partitions, pairs))
+                    })?
+                }
                 ContainerKind::Unique | ContainerKind::Auto => {
                     self.run_in(job, source, &mut stats, |_| {
                         Counting::new(UniqueContainer::<J>::new(partitions))

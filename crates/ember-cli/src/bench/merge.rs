@@ -49,8 +49,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
             let t = timed(|| {
                 let order = sort_order(&rt, data, &opts)?;
                 match &first_order {
-                    None => first_order = Some(order.pairs.clone()),
-                    Some(o) if *o != order.pairs => {
+                    None => first_order = Some(order.keys.clone()),
+                    Some(o) if *o != order.keys => {
                         bail!("the two merges ordered the records differently")
                     }
                     Some(_) => {}

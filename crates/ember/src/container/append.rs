@@ -1,12 +1,20 @@
 //! The append container: pairs appended to per-partition buffers as they
-//! are emitted, with no lookup; reduce sorts each partition by key and folds
-//! each run of equal keys (Metis' append container, SMR's array buffers).
+//! are emitted, with no lookup; reduce groups each partition's pairs by key
+//! and folds them (Metis' append container, SMR's array buffers).
 //! Wins when keys rarely repeat, so there is little to combine.
 
+use std::cell::RefCell;
+
+use super::table::Table;
 use super::{partition_of, Container};
 use crate::combine::Combiner;
 use crate::job::{Emit, Job};
 use crate::key::Key;
+
+/// Pairs per key the reduce table is first sized for: append is chosen
+/// when keys repeat little, and the table grows (doubling) if they repeat
+/// even less.
+const EXPECTED_REPEATS: usize = 4;
 
 /// One worker's append container.
 pub(crate) struct AppendContainer<J: Job> {
@@ -14,10 +22,16 @@ pub(crate) struct AppendContainer<J: Job> {
 }
 
 impl<J: Job> AppendContainer<J> {
-    /// Empty buffers for `partitions` partitions.
-    pub(crate) fn new(partitions: usize) -> Self {
+    /// Buffers for `partitions` partitions, with room for `pairs` pairs in
+    /// all (the sample's prediction for one worker, 0 if unknown) and a
+    /// quarter more: growing a buffer of hundreds of megabytes copies it,
+    /// and room never written costs no memory (the pages are not touched).
+    pub(crate) fn new(partitions: usize, pairs: usize) -> Self {
+        let per_part = (pairs + pairs / 4) / partitions.max(1);
         AppendContainer {
-            parts: (0..partitions).map(|_| Vec::new()).collect(),
+            parts: (0..partitions)
+                .map(|_| Vec::with_capacity(per_part))
+                .collect(),
         }
     }
 }
@@ -42,22 +56,96 @@ impl<J: Job> Container<J> for AppendContainer<J> {
         self.parts
     }
 
+    /// Groups the partition's pairs by key without sorting them:
+    ///
+    /// 1. one pass numbers the keys in a hash table sized to the partition
+    ///    (a fraction of the keys, so much smaller than a whole-input table)
+    ///    and tags every value with its key's number;
+    /// 2. a counting sort by number lays each key's values out together,
+    ///    in emission order (worker by worker);
+    /// 3. each key's values are folded with the combiner, reading them in
+    ///    sequence, and reduced.
+    ///
+    /// It replaced a sort of the pairs by key (O(n log n) key comparisons)
+    /// and then folding values into per-key states in the table (a cache
+    /// miss per value on the state's list): on the inverted index of the
+    /// 64 MiB corpus, one thread, the reduce phase went from 0.9-1.2 s to
+    /// 0.5-0.8 s (three runs each, loaded machine). The merge phase orders
+    /// the keys.
     fn reduce(job: &J, parts: Vec<Self::Part>) -> Vec<(J::Key, J::Out)> {
-        let mut all = Vec::with_capacity(parts.iter().map(Vec::len).sum());
-        for p in parts {
-            all.extend(p);
+        let n: usize = parts.iter().map(Vec::len).sum();
+        // 1. Number the keys, first seen first, counting each key's values
+        //    in its table slot (already in cache: a separate count array
+        //    cost a miss per value); tag the values.
+        let tagged = RefCell::new(Tagged {
+            values: Vec::with_capacity(n),
+            keys: 0,
+        });
+        let mut numbers = Table::<J::Key, (u32, u32)>::with_capacity(n / EXPECTED_REPEATS);
+        for part in parts {
+            numbers.fold_all(
+                part.into_iter(),
+                |v| (tagged.borrow_mut().add_new(v), 1),
+                |(id, count), v| {
+                    *count += 1;
+                    tagged.borrow_mut().values.push((*id, v));
+                },
+            );
         }
-        all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut out = Vec::new();
-        let mut pairs = all.into_iter().peekable();
-        while let Some((key, v)) = pairs.next() {
-            let mut state = J::Combiner::init(v);
-            while let Some((_, v)) = pairs.next_if(|(k, _)| *k == key) {
-                J::Combiner::add(&mut state, v);
-            }
-            let o = job.reduce(&key, state);
-            out.push((key, o));
+        let Tagged { values, keys } = tagged.into_inner();
+        let mut counts = vec![0u32; keys as usize];
+        let mut keys: Vec<Option<J::Key>> = (0..keys).map(|_| None).collect();
+        for (k, (id, count)) in numbers {
+            keys[id as usize] = Some(k);
+            counts[id as usize] = count;
         }
-        out
+        // 2. Counting sort of the values by key number (stable).
+        let mut next: Vec<usize> = Vec::with_capacity(counts.len());
+        let mut start = 0;
+        for &c in &counts {
+            next.push(start);
+            start += c as usize;
+        }
+        let mut grouped: Vec<J::Value> = Vec::with_capacity(n);
+        let slots = &mut grouped.spare_capacity_mut()[..n];
+        for (id, v) in values {
+            slots[next[id as usize]].write(v);
+            next[id as usize] += 1;
+        }
+        // SAFETY: the counts sum to n and every value went to its key's next
+        // free slot, so the slots 0..n were each written exactly once.
+        unsafe { grouped.set_len(n) };
+        // 3. Fold and reduce each key's values, in order.
+        let mut values = grouped.into_iter();
+        keys.into_iter()
+            .zip(counts)
+            .map(|(key, count)| {
+                let key = key.expect("every number was given to a key");
+                let mut state = J::Combiner::init(values.next().expect("a key has a value"));
+                for v in values.by_ref().take(count as usize - 1) {
+                    J::Combiner::add(&mut state, v);
+                }
+                let o = job.reduce(&key, state);
+                (key, o)
+            })
+            .collect()
+    }
+}
+
+/// Values tagged with their key's number, and how many keys there are.
+struct Tagged<V> {
+    values: Vec<(u32, V)>,
+    keys: u32,
+}
+
+impl<V> Tagged<V> {
+    /// The first value of a new key: returns the key's number.
+    fn add_new(&mut self, v: V) -> u32 {
+        let id = self.keys;
+        self.keys = id
+            .checked_add(1)
+            .expect("at most 2^32 keys per reduce partition");
+        self.values.push((id, v));
+        id
     }
 }

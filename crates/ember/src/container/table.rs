@@ -98,22 +98,30 @@ impl<K: Key, S> Table<K, S> {
     /// Folds an owned key and state in (joining another worker's table).
     pub(crate) fn merge_owned(&mut self, key: K, state: S, merge: impl FnOnce(&mut S, S)) {
         let hash = key.hash_owned();
-        self.merge_hashed(key, hash, state, merge);
+        self.fold_hashed(key, hash, state, |s| s, merge);
     }
 
-    /// [`Table::merge_owned`] for a key whose hash is known.
+    /// Folds `x` into the state of an owned key whose hash is known,
+    /// inserting the key with `init(x)` if it is new.
     #[inline]
-    fn merge_hashed(&mut self, key: K, hash: u64, state: S, merge: impl FnOnce(&mut S, S)) {
+    fn fold_hashed<X>(
+        &mut self,
+        key: K,
+        hash: u64,
+        x: X,
+        init: impl FnOnce(X) -> S,
+        add: impl FnOnce(&mut S, X),
+    ) {
         let mask = self.mask();
         let mut i = hash as usize & mask;
         loop {
             match &mut self.slots[i] {
-                Some((k, s)) if *k == key => return merge(s, state),
+                Some((k, s)) if *k == key => return add(s, x),
                 Some(_) => i = (i + 1) & mask,
                 None => break,
             }
         }
-        self.slots[i] = Some((key, state));
+        self.slots[i] = Some((key, init(x)));
         self.inserted();
     }
 
@@ -125,17 +133,35 @@ impl<K: Key, S> Table<K, S> {
         items: impl Iterator<Item = (K, S)>,
         merge: impl Fn(&mut S, S),
     ) {
+        self.fold_all(items, |s| s, merge);
+    }
+
+    /// Folds owned keys with values (or states) in: `init(x)` for a new
+    /// key, `add(state, x)` for a known one, in the items' order. Prefetches
+    /// each key's slot a few keys ahead, like [`Table::merge_all`].
+    pub(crate) fn fold_all<X>(
+        &mut self,
+        items: impl Iterator<Item = (K, X)>,
+        init: impl Fn(X) -> S,
+        add: impl Fn(&mut S, X),
+    ) {
         const AHEAD: usize = 8;
-        let mut ring: [Option<(K, u64, S)>; AHEAD] = std::array::from_fn(|_| None);
-        for (i, (k, s)) in items.enumerate() {
+        let mut ring: [Option<(K, u64, X)>; AHEAD] = std::array::from_fn(|_| None);
+        let mut n = 0;
+        for (k, x) in items {
             let hash = k.hash_owned();
             self.prefetch(hash);
-            if let Some((k, h, s)) = ring[i % AHEAD].replace((k, hash, s)) {
-                self.merge_hashed(k, h, s, &merge);
+            if let Some((k, h, x)) = ring[n % AHEAD].replace((k, hash, x)) {
+                self.fold_hashed(k, h, x, &init, &add);
             }
+            n += 1;
         }
-        for (k, h, s) in ring.into_iter().flatten() {
-            self.merge_hashed(k, h, s, &merge);
+        // The ring holds the last items, the oldest in slot n % AHEAD: fold
+        // them in the order they came, so `add` sees each key's values in
+        // order.
+        let (newer, older) = ring.split_at_mut(n % AHEAD);
+        for (k, h, x) in older.iter_mut().chain(newer).filter_map(Option::take) {
+            self.fold_hashed(k, h, x, &init, &add);
         }
     }
 
@@ -163,7 +189,7 @@ impl<K: Key, S> Table<K, S> {
             if let Some(&h) = hashes.get(i + AHEAD) {
                 self.prefetch(h);
             }
-            self.merge_hashed(k, hashes[i], s, &merge);
+            self.fold_hashed(k, hashes[i], s, |s| s, &merge);
         }
         hashes.clear();
     }
