@@ -249,15 +249,17 @@ pub fn sort_order_input(rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> R
             input.parts()
         )));
     }
-    // A streamed input's length, if known, is checked up front; a stream's
-    // splits follow its chunks, so the default split size is the runtime's.
+    // A streamed input's length, if known, is checked up front. Every
+    // split is a sorted run for the merge: few, large ones (as in
+    // `sort_order`); a stream's splits cannot span chunks, so one split per
+    // thread per chunk.
     let known = input.len();
-    let split_size = match input.is_streamed() {
-        true => opts.split_size,
-        false => opts
-            .split_size
-            .or(Some((known / (8 * rt.threads())).max(MIN_SPLIT))),
-    };
+    let split_size = opts.split_size.or(Some(if input.is_streamed() {
+        let chunk = opts.chunk_size.unwrap_or(ember::DEFAULT_CHUNK_SIZE);
+        chunk.div_ceil(rt.threads())
+    } else {
+        (known / (8 * rt.threads())).max(MIN_SPLIT)
+    }));
     check_len(known as u64)?;
     let out = rt.run_map_only(
         &SortJob,

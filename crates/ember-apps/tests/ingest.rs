@@ -75,12 +75,15 @@ fn assert_chunked_equals_mmap<T: PartialEq + Debug>(
     }
 }
 
+/// Word count's output with owned keys.
+type Counts = Vec<(Vec<u8>, u64)>;
+
 /// Word count's pairs with owned keys, and the stats.
 fn word_counts(
     rt: &Runtime,
     input: &Input<'_>,
     opts: &RunOptions,
-) -> ember::Result<(Vec<(Vec<u8>, u64)>, Stats)> {
+) -> ember::Result<(Counts, Stats)> {
     let out = rt.run_with(&WordCount::new(), input, opts)?;
     let pairs = out
         .pairs
@@ -91,12 +94,7 @@ fn word_counts(
 }
 
 /// [`word_counts`] with these chunk settings.
-fn counts(
-    rt: &Runtime,
-    input: &Input<'_>,
-    chunk: usize,
-    buffers: usize,
-) -> (Vec<(Vec<u8>, u64)>, Stats) {
+fn counts(rt: &Runtime, input: &Input<'_>, chunk: usize, buffers: usize) -> (Counts, Stats) {
     word_counts(rt, input, &chunk_opts(chunk, buffers)).unwrap()
 }
 
