@@ -186,8 +186,9 @@ struct Row {
 /// Read the whole file through the throttle, then run on it.
 fn read_then_map(rt: &Runtime, work: Work, file: &Path, rate: f64) -> Result<Row> {
     let (cpu0, t0) = (cpu_secs(), Instant::now());
-    let mut data = Vec::new();
-    Throttled::new(std::fs::File::open(file)?, rate).read_to_end(&mut data)?;
+    let f = std::fs::File::open(file)?;
+    let mut data = Vec::with_capacity(f.metadata()?.len() as usize);
+    Throttled::new(f, rate).read_to_end(&mut data)?;
     let read = t0.elapsed().as_secs_f64();
     let done = work.run(
         rt,
