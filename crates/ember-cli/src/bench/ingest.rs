@@ -51,12 +51,15 @@ pub(crate) struct Args {
     threads: Option<usize>,
 }
 
-/// A reader that delivers at most `rate` bytes per second.
+/// A reader that delivers at most `rate` bytes per second, like a device
+/// that is busy for `n / rate` seconds per read of `n` bytes. Time the
+/// caller spends not reading is not banked: a read after a pause (the
+/// pipeline waiting for a free buffer) is as slow as any other.
 pub(crate) struct Throttled<R> {
     inner: R,
     rate: f64,
-    start: Instant,
-    read: u64,
+    /// When the simulated device finishes its last read.
+    free_at: Instant,
 }
 
 impl<R> Throttled<R> {
@@ -64,8 +67,7 @@ impl<R> Throttled<R> {
         Throttled {
             inner,
             rate: bytes_per_sec,
-            start: Instant::now(),
-            read: 0,
+            free_at: Instant::now(),
         }
     }
 }
@@ -74,10 +76,10 @@ impl<R: Read> Read for Throttled<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         // Small reads, so the pace is smooth.
         let n = buf.len().min(1 << 20);
+        let start = self.free_at.max(Instant::now());
         let got = self.inner.read(&mut buf[..n])?;
-        self.read += got as u64;
-        let due = Duration::from_secs_f64(self.read as f64 / self.rate);
-        if let Some(wait) = due.checked_sub(self.start.elapsed()) {
+        self.free_at = start + Duration::from_secs_f64(got as f64 / self.rate);
+        if let Some(wait) = self.free_at.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
         }
         Ok(got)
