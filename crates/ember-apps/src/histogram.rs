@@ -144,10 +144,13 @@ impl Bmp {
     }
 
     /// Counts the pixels of `rows`: whole rows of this image, the last one
-    /// possibly without its padding.
+    /// possibly without its padding. A last row cut short (a truncated
+    /// stream: [`run_pixels`] reports it) is not counted.
     fn count_rows(&self, rows: &[u8], tally: &mut Tally) {
         for row in rows.chunks(self.stride) {
-            tally.add(&row[..self.row_bytes()]);
+            if let Some(pixels) = row.get(..self.row_bytes()) {
+                tally.add(pixels);
+            }
         }
     }
 }
@@ -266,7 +269,28 @@ impl Job for Histogram {
 /// and the run's stats.
 pub fn run(rt: &Runtime, file: &[u8], opts: &RunOptions) -> Result<(Counts, Stats)> {
     let bmp = Bmp::parse(file)?;
-    let out = rt.run_with(&Histogram::new(bmp), &Input::bytes(bmp.pixels(file)), opts)?;
+    run_pixels(rt, bmp, &Input::bytes(bmp.pixels(file)), opts)
+}
+
+/// Runs the histogram job on the pixel array of an image with headers
+/// `bmp` (parsed beforehand), given as any [`Input`]: for example the
+/// array streamed in chunks from a reader placed at [`Bmp::offset`]. A
+/// pixel array shorter than the headers say is an error, also when the
+/// shortfall shows only once a stream is read.
+pub fn run_pixels(
+    rt: &Runtime,
+    bmp: Bmp,
+    pixels: &Input<'_>,
+    opts: &RunOptions,
+) -> Result<(Counts, Stats)> {
+    let out = rt.run_with(&Histogram::new(bmp), pixels, opts)?;
+    let need = bmp.pixels_len() as u64;
+    if out.stats.input_bytes != need {
+        return Err(invalid(format!(
+            "the pixel array of a {} x {} BMP is {need} bytes, the input has {}",
+            bmp.width, bmp.height, out.stats.input_bytes
+        )));
+    }
     let mut counts = [0; KEYS];
     for (key, n) in out.pairs {
         counts[key as usize] = n;

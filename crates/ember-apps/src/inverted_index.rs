@@ -174,8 +174,18 @@ fn lines_in(part: &[u8], newlines: u64) -> u64 {
 impl<'a> LineNumbers<'a> {
     /// Numbers the lines of `input` with a map-only run on `rt`; returns the
     /// numbering and that run's stats. Fails if there are more lines than
-    /// [`DocId`]s.
+    /// [`DocId`]s, or if `input` is streamed: the numbering and the index
+    /// job both read the input, and a split's line number is found by
+    /// scanning the input's bytes, so line documents need the input in
+    /// memory (memory-mapped). Documents that are files stream fine.
     pub fn build(rt: &Runtime, input: &'a Input<'_>, opts: &RunOptions) -> Result<(Self, Stats)> {
+        if input.is_streamed() {
+            return Err(Error::Config(format!(
+                "an inverted index of lines needs its input in memory (it is read twice): \
+                 '{}' is streamed; memory-map it (Ingest::Mmap) or index files instead",
+                input.part_name(0).display()
+            )));
+        }
         let parts: Vec<&'a [u8]> = (0..input.parts()).map(|p| input.part_bytes(p)).collect();
         let counts = rt.run_map_only(&CountNewlines, input, opts)?;
         let mut first: Vec<Vec<u64>> = parts

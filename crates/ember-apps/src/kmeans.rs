@@ -442,6 +442,10 @@ fn lloyd<T>(
 /// Clusters the points with ember: one job per iteration, all on `rt`.
 /// `on_iteration` is called after each one with its stats; the returned
 /// stats are summed over the iterations.
+///
+/// The points are in memory (a [`Matrix`] over bytes, memory-mapped by the
+/// CLI): every iteration reads all of them again, which a stream read once
+/// in chunks cannot serve, so chunked ingest does not apply here.
 pub fn run(
     rt: &Runtime,
     points: &Matrix<'_>,

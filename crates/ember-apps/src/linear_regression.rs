@@ -67,13 +67,12 @@ impl Sums {
     }
 }
 
-/// Fails on a file that is not whole points.
-fn check(data: &[u8]) -> Result<()> {
-    if !data.len().is_multiple_of(2) {
+/// Fails on a file of `len` bytes, which is not whole points.
+fn check(len: u64) -> Result<()> {
+    if !len.is_multiple_of(2) {
         return Err(Error::InvalidInput(format!(
-            "linear regression input is {} bytes, an odd length: points are pairs of bytes (x, y), so byte {} has no y",
-            data.len(),
-            data.len() - 1
+            "linear regression input is {len} bytes, an odd length: points are pairs of bytes (x, y), so byte {} has no y",
+            len - 1
         )));
     }
     Ok(())
@@ -157,10 +156,25 @@ impl Job for LinearRegression {
 
 /// Runs the job over a points file's bytes: the sums and the run's stats.
 pub fn run(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<(Sums, Stats)> {
-    check(data)?;
-    let out = rt.run_with(&LinearRegression, &Input::bytes(data), opts)?;
+    run_input(rt, &Input::bytes(data), opts)
+}
+
+/// [`run`] over any [`Input`]: in memory, memory-mapped, or streamed in
+/// chunks; the points of several files are summed together. Each file in
+/// memory must be whole points; a streamed input's length is known only
+/// once it is read, so an odd total length is an error after the run
+/// (never a result).
+pub fn run_input(rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> Result<(Sums, Stats)> {
+    // A streamed part has no bytes here: it is checked below.
+    for part in 0..input.parts() {
+        check(input.part_bytes(part).len() as u64)?;
+    }
+    let out = rt.run_with(&LinearRegression, input, opts)?;
+    // Every byte of a streamed input is counted in the stats as it is read.
+    let len = out.stats.input_bytes;
+    check(len)?;
     let mut sums = Sums {
-        n: data.len() as u64 / 2,
+        n: len / 2,
         s: [0; 5],
     };
     for (key, s) in out.pairs {
@@ -171,7 +185,7 @@ pub fn run(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<(Sums, Stats)
 
 /// The plain sequential sums, the correctness oracle and benchmark baseline.
 pub fn sequential(data: &[u8]) -> Result<Sums> {
-    check(data)?;
+    check(data.len() as u64)?;
     Ok(Sums {
         n: data.len() as u64 / 2,
         s: sum_points(data),

@@ -338,6 +338,10 @@ fn default_rows_per_split(rows: usize, threads: usize) -> usize {
 
 /// Means and covariances with ember: two jobs on `rt`; the stats are summed
 /// over both.
+///
+/// The matrix is in memory (a [`Matrix`] over bytes, memory-mapped by the
+/// CLI): both jobs read it, and each covariance row of job 2 reads every
+/// later row (random access), so chunked ingest does not apply here.
 pub fn run(rt: &Runtime, m: &Matrix<'_>, opts: &RunOptions) -> Result<(Pca, Stats)> {
     check(m)?;
     let input = Input::bytes(m.data);

@@ -117,22 +117,8 @@ pub fn records(spec: &SortSpec) -> Vec<u8> {
 /// Checks that `data` is whole records, and few enough for a
 /// [`RecordIndex`]; returns the record count.
 pub fn check_records(data: &[u8]) -> Result<usize> {
-    let n = data.len() / RECORD_LEN;
-    let extra = data.len() % RECORD_LEN;
-    if extra != 0 {
-        return Err(Error::InvalidInput(format!(
-            "{} bytes is not a whole number of {RECORD_LEN}-byte records: \
-             {extra} bytes left over after record {n}",
-            data.len()
-        )));
-    }
-    if n as u64 > RecordIndex::MAX as u64 + 1 {
-        return Err(Error::InvalidInput(format!(
-            "{n} records; at most {} can be sorted",
-            RecordIndex::MAX as u64 + 1
-        )));
-    }
-    Ok(n)
+    check_len(data.len() as u64)?;
+    Ok(data.len() / RECORD_LEN)
 }
 
 /// The map-only job: every record's [`Packed`] key and index.
@@ -246,6 +232,68 @@ pub fn sort_order(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<Order>
         keys: out.pairs.into_iter().map(|(p, ())| p).collect(),
         stats: out.stats,
     })
+}
+
+/// [`sort_order`] over any [`Input`], in particular one streamed in ingest
+/// chunks ([`ember::Ingest::Chunked`], [`Input::reader`]): the keys are
+/// extracted while the input is read (record index = byte offset / 100).
+/// Only the order can be streamed: gathering the records
+/// ([`Order::gather_into`], [`Order::write`]) needs random access to all
+/// of them, so the caller keeps or re-reads them. A single part (file) only,
+/// as record indices count from the start of one file. A streamed input
+/// that ends inside a record is [`Error::InvalidInput`] after the run.
+pub fn sort_order_input(rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> Result<Order> {
+    if input.parts() != 1 {
+        return Err(Error::InvalidInput(format!(
+            "sort reads one file of records, not {}",
+            input.parts()
+        )));
+    }
+    // A streamed input's length, if known, is checked up front. Every
+    // split is a sorted run for the merge: few, large ones (as in
+    // `sort_order`); a stream's splits cannot span chunks, so one split per
+    // thread per chunk.
+    let known = input.len();
+    let split_size = opts.split_size.or(Some(if input.is_streamed() {
+        let chunk = opts.chunk_size.unwrap_or(ember::DEFAULT_CHUNK_SIZE);
+        chunk.div_ceil(rt.threads())
+    } else {
+        (known / (8 * rt.threads())).max(MIN_SPLIT)
+    }));
+    check_len(known as u64)?;
+    let out = rt.run_map_only(
+        &SortJob,
+        input,
+        &RunOptions {
+            split_size,
+            ..opts.clone()
+        },
+    )?;
+    check_len(out.stats.input_bytes)?;
+    Ok(Order {
+        pairs: out.pairs,
+        stats: out.stats,
+    })
+}
+
+/// Checks that `len` bytes are whole records, and few enough for a
+/// [`RecordIndex`].
+fn check_len(len: u64) -> Result<()> {
+    let n = len / RECORD_LEN as u64;
+    let extra = len % RECORD_LEN as u64;
+    if extra != 0 {
+        return Err(Error::InvalidInput(format!(
+            "{len} bytes is not a whole number of {RECORD_LEN}-byte records: \
+             {extra} bytes left over after record {n}"
+        )));
+    }
+    if n > RecordIndex::MAX as u64 + 1 {
+        return Err(Error::InvalidInput(format!(
+            "{n} records; at most {} can be sorted",
+            RecordIndex::MAX as u64 + 1
+        )));
+    }
+    Ok(())
 }
 
 /// Copies the records of `data` into `out` in the order `order` gives

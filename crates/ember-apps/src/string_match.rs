@@ -289,8 +289,20 @@ pub fn run(
     targets: &Targets,
     opts: &RunOptions,
 ) -> Result<(Matches, Stats)> {
+    run_input(rt, &Input::bytes(data), targets, opts)
+}
+
+/// [`run`] over any [`Input`]: in memory, memory-mapped, or streamed in
+/// chunks (the offsets are those of the lines in their file either way).
+/// Matches from several files are listed together, file by file.
+pub fn run_input(
+    rt: &Runtime,
+    input: &Input<'_>,
+    targets: &Targets,
+    opts: &RunOptions,
+) -> Result<(Matches, Stats)> {
     let job = StringMatch::new(targets.clone());
-    let out = rt.run_map_only(&job, &Input::bytes(data), opts)?;
+    let out = rt.run_map_only(&job, input, opts)?;
     let mut matches = vec![Vec::new(); targets.words.len()];
     for (t, off) in out.pairs {
         matches[t as usize].push(off);

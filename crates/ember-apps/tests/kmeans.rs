@@ -1,9 +1,10 @@
 //! k-means: ember equals the sequential implementation exactly, for any
 //! thread count and split size; malformed input is refused clearly.
 
+mod grid;
 mod numeric;
 
-use ember::{Error, RunOptions, Runtime};
+use ember::{ContainerKind, Error, RunOptions, Runtime};
 use ember_apps::kmeans::{self, Params};
 use ember_apps::matrix::Matrix;
 use numeric::{each_config, matrix, truncated};
@@ -45,6 +46,43 @@ fn ember_equals_sequential() {
             assert_eq!(stats.threads, rt.threads());
         });
     }
+}
+
+#[test]
+fn every_container_that_holds_cluster_keys_agrees() {
+    // Cluster ids are dense (`KeyHint::Dense(k)`): the array container
+    // holds them, as do the containers for any key; unique does not
+    // (a cluster gets many points).
+    let kinds = [grid::ANY_KEY.as_slice(), &[ContainerKind::Array]].concat();
+    for (points, dims, k, seed) in [(3000, 3, 20, 11), (1200, 5, 7, 12)] {
+        let bytes = matrix(points, dims, 0, 1000, seed);
+        let m = Matrix::parse(&bytes, "points").unwrap();
+        let want = kmeans::sequential(&m, params(k, 200)).unwrap();
+        assert!(want.iterations >= 2, "{want:?}");
+        grid::for_each_container(&kinds, |rt, opts, label| {
+            let (got, stats) = kmeans::run(rt, &m, params(k, 200), opts, |_, _| {}).unwrap();
+            assert_eq!(got, want, "{points} x {dims}, k {k}: {label}");
+            // Every iteration used the container asked for (Auto: array).
+            let used = match opts.container {
+                Some(ContainerKind::Auto) | None => ContainerKind::Array,
+                Some(c) => c,
+            };
+            assert_eq!(stats.container, used.name(), "{label}");
+        });
+    }
+    let bytes = matrix(100, 3, 0, 1000, 13);
+    let m = Matrix::parse(&bytes, "points").unwrap();
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let opts = RunOptions {
+        container: Some(ContainerKind::Unique),
+        ..Default::default()
+    };
+    let e = kmeans::run(&rt, &m, params(4, 10), &opts, |_, _| {}).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the unique container needs a job that declares unique keys"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -2,9 +2,10 @@
 //! exactly, for any thread count and split size; malformed input is refused
 //! clearly.
 
+mod grid;
 mod numeric;
 
-use ember::Runtime;
+use ember::{ContainerKind, RunOptions, Runtime};
 use ember_apps::matrix::Matrix;
 use ember_apps::pca::{self, covariance};
 use numeric::{each_config, matrix, truncated};
@@ -56,6 +57,49 @@ fn ember_equals_sequential_and_the_definition() {
             assert_eq!(got, want, "{rows} x {cols}: {label}");
             assert_eq!(stats.threads, rt.threads());
         });
+    }
+}
+
+/// Job 1 (row sums, one key per row) runs in the container asked for;
+/// job 2 is map-only and has none. Row keys are unique and dense, but the
+/// job declares neither (no `KeyHint`): the array and unique containers
+/// refuse it.
+#[test]
+fn every_container_that_holds_row_keys_agrees() {
+    for (rows, cols, lo, hi, seed) in [(61, 97, 0, 1000, 11), (23, 9, i32::MIN, i32::MAX, 12)] {
+        let bytes = matrix(rows, cols, lo, hi, seed);
+        let m = Matrix::parse(&bytes, "m").unwrap();
+        let want = pca::sequential(&m).unwrap();
+        grid::for_each_container(&grid::ANY_KEY, |rt, opts, label| {
+            let (got, stats) = pca::run(rt, &m, opts).unwrap();
+            assert_eq!(got, want, "{rows} x {cols}: {label}");
+            // Job 1's container, then job 2's (map-only: pairs appended).
+            let first = stats.container.split('+').next().unwrap();
+            match opts.container {
+                Some(ContainerKind::Auto) | None => {}
+                Some(c) => assert_eq!(first, c.name(), "{label}"),
+            }
+        });
+    }
+    let bytes = matrix(10, 10, 0, 100, 13);
+    let m = Matrix::parse(&bytes, "m").unwrap();
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    for (container, msg) in [
+        (
+            ContainerKind::Array,
+            "the array container needs a job with dense integer keys",
+        ),
+        (
+            ContainerKind::Unique,
+            "the unique container needs a job that declares unique keys",
+        ),
+    ] {
+        let opts = RunOptions {
+            container: Some(container),
+            ..Default::default()
+        };
+        let e = pca::run(&rt, &m, &opts).unwrap_err();
+        assert!(e.to_string().contains(msg), "{container}: {e}");
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use ember::Input;
+use ember::{Ingest, Input};
 use ember_apps::linear_regression::{self, PointsSpec, Sums, SUM_NAMES};
 
 use crate::common::{parse_size, RunArgs};
@@ -54,21 +54,21 @@ pub(crate) fn cached(spec: PointsSpec) -> Result<PathBuf> {
     genfile::cached_file(&name, spec.size, "generating points", &writer(spec))
 }
 
-/// Runs the job on a file, naming it in errors.
+/// Runs the job on a file, read as `ingest` says, naming it in errors.
 pub(crate) fn sums(
     rt: &ember::Runtime,
     file: &Path,
+    ingest: Ingest,
     opts: &ember::RunOptions,
 ) -> Result<(Sums, ember::Stats)> {
-    let input = Input::file(file)?;
-    linear_regression::run(rt, input.part_bytes(0), opts)
-        .with_context(|| format!("'{}'", file.display()))
+    let input = Input::open([file], ingest)?;
+    linear_regression::run_input(rt, &input, opts).with_context(|| format!("'{}'", file.display()))
 }
 
 /// Runs `ember linear-regression`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let rt = a.run.runtime()?;
-    let (sums, stats) = sums(&rt, &a.file, &a.run.options())?;
+    let (sums, stats) = sums(&rt, &a.file, a.run.ingest, &a.run.options())?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{:<4} {:>22}", "N", sums.n)?;
     for (name, s) in SUM_NAMES.iter().zip(sums.s) {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use ember::Input;
+use ember::{Ingest, Input};
 use ember_apps::string_match::{self, KeysSpec, Matches, Targets, DEFAULT_TARGETS};
 
 use crate::common::{parse_size, RunArgs};
@@ -72,15 +72,16 @@ pub(crate) fn cached(spec: &KeysSpec) -> Result<PathBuf> {
     genfile::cached_file(&name, spec.size, "generating keys", &writer(spec))
 }
 
-/// Runs the job on a file, naming it in errors.
+/// Runs the job on a file, read as `ingest` says, naming it in errors.
 pub(crate) fn search(
     rt: &ember::Runtime,
     file: &Path,
+    ingest: Ingest,
     targets: &Targets,
     opts: &ember::RunOptions,
 ) -> Result<(Matches, ember::Stats)> {
-    let input = Input::file(file)?;
-    string_match::run(rt, input.part_bytes(0), targets, opts)
+    let input = Input::open([file], ingest)?;
+    string_match::run_input(rt, &input, targets, opts)
         .with_context(|| format!("'{}'", file.display()))
 }
 
@@ -93,7 +94,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     };
     let targets = Targets::new(&words)?;
     let rt = a.run.runtime()?;
-    let (matches, stats) = search(&rt, &a.file, &targets, &a.run.options())?;
+    let (matches, stats) = search(&rt, &a.file, a.run.ingest, &targets, &a.run.options())?;
     let mut out = std::io::stdout().lock();
     for (word, offsets) in words.iter().zip(&matches) {
         write!(out, "{word}\t{} lines", offsets.len())?;

@@ -167,3 +167,68 @@ fn wordcount_mode_option_reaches_the_stats() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown mode 'eager'"), "{err}");
 }
+
+/// `--ingest chunked` reaches the workloads that can stream (string match,
+/// linear regression): the same results as memory-mapped, and the same
+/// one-line error on a malformed file.
+#[test]
+fn chunked_ingest_gives_the_mapped_results() {
+    let d = tempdir("ingest");
+    let keys = d.join("keys.txt");
+    let words: String = (0..20_000)
+        .map(|i| format!("{}\n", ["ab", "ferrari", "xyz", "whotheman"][i % 4]))
+        .collect();
+    std::fs::write(&keys, words).unwrap();
+    let points = d.join("points.bin");
+    std::fs::write(
+        &points,
+        (0..100_000u32).map(|i| (i * 7) as u8).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let odd = d.join("odd.bin");
+    std::fs::write(&odd, [1u8, 2, 3]).unwrap();
+    // Results without the timing line.
+    let results = |args: &[&str]| -> String {
+        let out = ember(args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        stdout
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for cmd in [
+        vec![
+            "string-match",
+            keys.to_str().unwrap(),
+            "ferrari",
+            "whotheman",
+        ],
+        vec!["linear-regression", points.to_str().unwrap()],
+    ] {
+        let mapped = results(&[cmd.as_slice(), &["--ingest", "mmap"]].concat());
+        let chunked = results(
+            &[
+                cmd.as_slice(),
+                &["--ingest", "chunked", "--chunk-size", "4KiB"],
+            ]
+            .concat(),
+        );
+        assert!(!mapped.is_empty());
+        assert_eq!(chunked, mapped, "{cmd:?}");
+    }
+    for ingest in ["mmap", "chunked"] {
+        let e = one_line_error(&ember(&[
+            "linear-regression",
+            odd.to_str().unwrap(),
+            "--ingest",
+            ingest,
+        ]));
+        assert!(e.contains("3 bytes, an odd length"), "{ingest}: {e}");
+    }
+}

@@ -255,3 +255,126 @@ fn map_only_jobs_skip_reduce_and_are_deterministic() {
         }
     }
 }
+
+/// Counts 4-byte little-endian integer keys, and every record `map` sees
+/// (to tell a kept sample from a redone one).
+struct Tally {
+    hint: ember::KeyHint,
+    mapped: std::sync::atomic::AtomicU64,
+}
+
+impl Job for Tally {
+    type Key = u32;
+    type Value = u64;
+    type Combiner = Sum;
+    type Out = u64;
+
+    fn records(&self) -> ember::Records {
+        ember::Records::Fixed(4)
+    }
+
+    fn keys(&self) -> ember::KeyHint {
+        self.hint
+    }
+
+    fn pipelinable(&self) -> bool {
+        true
+    }
+
+    fn map<E: Emit<u32, u64>>(&self, split: Split<'_>, emit: &mut E) {
+        for r in split.data.chunks_exact(4) {
+            emit.emit(u32::from_le_bytes(r.try_into().unwrap()), 1);
+        }
+        self.mapped.fetch_add(
+            split.data.len() as u64 / 4,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    fn reduce(&self, _key: &u32, n: u64) -> u64 {
+        n
+    }
+}
+
+/// What the sample did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Sampled {
+    /// No sample: every record mapped once.
+    No,
+    /// Sampled, and the sample's containers kept: every record mapped once.
+    Kept,
+    /// Sampled, then the sampled splits mapped again into the chosen
+    /// container: more records mapped than there are, each counted once.
+    Redone,
+}
+
+/// Issue #4: "the sampled pairs must not be lost or counted twice", for
+/// every container kind, Auto choosing hash (the sample is kept) and Auto
+/// choosing append (the sample is mapped again), in barrier mode; the
+/// pipelined mode gives the same counts.
+#[test]
+fn sampled_pairs_are_neither_lost_nor_counted_twice() {
+    use ember::{ContainerKind as C, KeyHint as H, Mode};
+    let n = 200_000u32;
+    let input =
+        |key: fn(u32) -> u32| -> Vec<u8> { (0..n).flat_map(|i| key(i).to_le_bytes()).collect() };
+    let few = input(|i| i.wrapping_mul(2_654_435_761) % 100);
+    let unique = input(|i| i.wrapping_mul(2_654_435_761));
+    let cases = [
+        (H::Unknown, &few, C::Auto, "hash", Sampled::Kept),
+        (H::Unknown, &unique, C::Auto, "append", Sampled::Redone),
+        (H::Unknown, &few, C::Hash, "hash", Sampled::Kept),
+        (H::Unknown, &unique, C::Hash, "hash", Sampled::Kept),
+        (H::Unknown, &few, C::HashTree, "hash_tree", Sampled::Redone),
+        (H::Unknown, &few, C::Append, "append", Sampled::No),
+        (H::Dense(100), &few, C::Array, "array", Sampled::No),
+        (H::Dense(100), &few, C::Auto, "array", Sampled::No),
+        (H::Unique, &unique, C::Unique, "unique", Sampled::No),
+        (H::Unique, &unique, C::Auto, "unique", Sampled::No),
+    ];
+    for (hint, data, container, chosen, sampled) in cases {
+        let mut want = std::collections::BTreeMap::new();
+        for r in data.chunks_exact(4) {
+            *want
+                .entry(u32::from_le_bytes(r.try_into().unwrap()))
+                .or_insert(0u64) += 1;
+        }
+        let want: Vec<(u32, u64)> = want.into_iter().collect();
+        for threads in [2, 3] {
+            let rt = Runtime::builder().threads(threads).build().unwrap();
+            for mode in [Mode::Barrier, Mode::Pipelined] {
+                let label = format!("{container} on {hint:?}, {threads} threads, {mode}");
+                let job = Tally {
+                    hint,
+                    mapped: Default::default(),
+                };
+                let opts = RunOptions {
+                    split_size: Some(4096),
+                    container: Some(container),
+                    mode: Some(mode),
+                    ..Default::default()
+                };
+                let out = rt.run_with(&job, &Input::bytes(data), &opts).unwrap();
+                assert!(out.pairs == want, "{label}: counts differ");
+                if mode != Mode::Barrier {
+                    continue;
+                }
+                assert_eq!(out.stats.container, chosen, "{label}");
+                let mapped = job.mapped.into_inner();
+                assert_eq!(
+                    out.stats.predicted_keys_per_worker.is_some(),
+                    sampled != Sampled::No,
+                    "{label}"
+                );
+                match sampled {
+                    Sampled::No | Sampled::Kept => assert_eq!(mapped, n as u64, "{label}"),
+                    // About 5% of the splits sampled, then mapped again.
+                    Sampled::Redone => assert!(
+                        mapped > n as u64 && mapped < n as u64 * 12 / 10,
+                        "{label}: {mapped} records mapped"
+                    ),
+                }
+            }
+        }
+    }
+}

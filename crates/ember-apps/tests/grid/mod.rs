@@ -5,9 +5,11 @@
 use ember::{ContainerKind, RunOptions, Runtime};
 
 /// Split sizes: tiny, medium, and the runtime's default.
+#[allow(dead_code)] // not every test file sweeps settings
 const SPLIT_SIZES: [Option<usize>; 3] = [Some(64), Some(5000), None];
 
 /// Calls `f(runtime, options, label)` for every setting.
+#[allow(dead_code)] // not every test file sweeps settings
 pub fn for_each_setting(mut f: impl FnMut(&Runtime, &RunOptions, &str)) {
     for threads in [1, 2, 7] {
         let rt = Runtime::builder().threads(threads).build().unwrap();

@@ -49,7 +49,12 @@ pub(crate) fn run(a: Args) -> Result<()> {
             Ok(())
         },
         &|rt| {
-            let (got, stats) = crate::linear_regression::sums(rt, &file, &RunOptions::default())?;
+            let (got, stats) = crate::linear_regression::sums(
+                rt,
+                &file,
+                ember::Ingest::Mmap,
+                &RunOptions::default(),
+            )?;
             ensure!(got == want, "ember's sums differ from the sequential ones");
             Ok(stats)
         },

@@ -53,8 +53,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
             Ok(())
         },
         &|rt| {
-            let (got, stats) =
-                crate::string_match::search(rt, &file, &targets, &RunOptions::default())?;
+            let (got, stats) = crate::string_match::search(
+                rt,
+                &file,
+                ember::Ingest::Mmap,
+                &targets,
+                &RunOptions::default(),
+            )?;
             ensure!(
                 got == want,
                 "ember's matches differ from the sequential ones"
