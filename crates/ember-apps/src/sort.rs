@@ -220,18 +220,7 @@ const WRITE_RECORDS: usize = 160_000;
 /// 0.31 s), while 8 splits per thread still balance the map.
 pub fn sort_order(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<Order> {
     check_records(data)?;
-    let opts = RunOptions {
-        split_size: opts
-            .split_size
-            .or(Some((data.len() / (8 * rt.threads())).max(MIN_SPLIT))),
-        ..opts.clone()
-    };
-    let out = rt.run_map_only(&SortJob, &Input::bytes(data), &opts)?;
-    Ok(Order {
-        // Same size and alignment: collected in place.
-        keys: out.pairs.into_iter().map(|(p, ())| p).collect(),
-        stats: out.stats,
-    })
+    sort_order_input(rt, &Input::bytes(data), opts)
 }
 
 /// [`sort_order`] over any [`Input`], in particular one streamed in ingest
@@ -271,7 +260,8 @@ pub fn sort_order_input(rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> R
     )?;
     check_len(out.stats.input_bytes)?;
     Ok(Order {
-        pairs: out.pairs,
+        // Same size and alignment: collected in place.
+        keys: out.pairs.into_iter().map(|(p, ())| p).collect(),
         stats: out.stats,
     })
 }
