@@ -363,7 +363,7 @@ pub(crate) fn run<J: Job>(
         .max_buffered_bytes
         .unwrap_or_else(default_max_buffered_bytes);
     let sizing = exchange::Sizing::new::<J>(
-        opts.buffer_bytes.unwrap_or(DEFAULT_BUFFER_BYTES),
+        opts.buffer_bytes,
         max_bytes,
         mappers,
         threads,
@@ -509,11 +509,11 @@ mod tests {
     #[test]
     fn buffers_shrink_to_fit_the_bound() {
         let bound = 256 << 20;
-        let s = exchange::Sizing::new::<Pairs>(DEFAULT_BUFFER_BYTES, bound, 64, 64).unwrap();
+        let s = exchange::Sizing::new::<Pairs>(None, bound, 64, 64).unwrap();
         assert!(s.budget >= 64 * 65 && s.budget * s.bytes <= bound, "{s:?}");
-        let s = exchange::Sizing::new::<Pairs>(1, bound, 2, 2).unwrap();
+        let s = exchange::Sizing::new::<Pairs>(Some(1), bound, 2, 2).unwrap();
         assert_eq!((s.keys, s.append), (1, 1));
-        assert!(exchange::Sizing::new::<Pairs>(1 << 20, 1000, 2, 2).is_err());
+        assert!(exchange::Sizing::new::<Pairs>(Some(1 << 20), 1000, 2, 2).is_err());
     }
 
     fn prediction(keys_per_worker: u64, repeats: f64) -> Option<Prediction> {
