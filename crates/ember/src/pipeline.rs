@@ -362,12 +362,7 @@ pub(crate) fn run<J: Job>(
     let max_bytes = opts
         .max_buffered_bytes
         .unwrap_or_else(default_max_buffered_bytes);
-    let sizing = exchange::Sizing::new::<J>(
-        opts.buffer_bytes,
-        max_bytes,
-        mappers,
-        threads,
-    )?;
+    let sizing = exchange::Sizing::new::<J>(opts.buffer_bytes, max_bytes, mappers, threads)?;
     let x = exchange::Exchange::new(job, threads, splits.len(), sizing);
 
     let start = Instant::now();

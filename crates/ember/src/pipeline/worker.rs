@@ -7,12 +7,10 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::exchange::{
-    Aborted, Backoff, Buf, Clock, Exchange, Sizing, CHECK_EVERY, MIN_COMBINING,
-};
-use crate::container::table::Table;
+use super::exchange::{Aborted, Backoff, Buf, Clock, Exchange, Sizing, CHECK_EVERY, MIN_COMBINING};
 use crate::combine::Combiner;
 use crate::container::partition_of;
+use crate::container::table::Table;
 use crate::error::{Error, Phase};
 use crate::input::{Input, SplitRange};
 use crate::job::{Emit, Job, Split, StateOf};
