@@ -1,23 +1,24 @@
 //! The exchange between mappers and reducers: buffers, channels, the buffer
 //! budget (back-pressure) and folding.
 //!
-//! A buffer is one contiguous block of fixed size that never grows (it is
-//! handed off before it would), reused for the whole run: emptied by the
-//! worker that folds it, and sent back to its mapper. It comes in two kinds:
+//! A buffer is one contiguous block that never outgrows its share of the
+//! bound (it is handed off before it would), reused for the whole run:
+//! emptied by the worker that folds it, and sent back to its mapper. It
+//! comes in two kinds:
 //!
-//! - **combining**: a small hash table ([`Table`]); the mapper folds the
+//! - **combining**: a hash table ([`Table`]) that starts small and grows
+//!   (by rebuilding, 2x) up to [`Sizing::table_keys`]; the mapper folds the
 //!   values of a key into one entry with the job's combiner as it emits, so
 //!   a frequent key costs one entry per buffer, not one per occurrence;
 //! - **append**: a plain array of `(key, state)` pairs (SMR's array buffer):
 //!   no lookup at all on the map side.
 //!
 //! A reducer moves a full buffer's entries into its partition's table with
-//! the combiner's `merge`, prefetching ahead. Combining pays when keys
-//! repeat within a buffer (a byte histogram: 256 keys); when they hardly do
-//! (word count on a large vocabulary: a 64 KiB buffer combines only 1.7
-//! occurrences per key) the lookups cost more than the entries they save,
-//! and appending wins, as SMR found for word count. So each mapper starts
-//! with combining buffers, measures pairs per entry over its first
+//! the combiner's `merge`, prefetching ahead (an empty partition table
+//! adopts a combining buffer whole instead). Combining pays when keys
+//! repeat within a buffer; when they hardly do (unique keys) the lookups
+//! cost more than the entries they save, and appending wins. So each mapper
+//! starts with combining buffers, measures pairs per entry over its first
 //! hand-offs, and switches to appending below [`MIN_COMBINING`] (unless
 //! the caller fixed the kind).
 
