@@ -100,7 +100,7 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
         if full {
             self.hand_off(r);
         }
-        if self.pairs % CHECK_EVERY == 0 && self.x.take_request() {
+        if self.pairs.is_multiple_of(CHECK_EVERY) && self.x.take_request() {
             self.flush();
         }
     }
