@@ -263,6 +263,10 @@ impl Job for Histogram {
     fn reduce(&self, _key: &u16, total: u64) -> u64 {
         total
     }
+    /// Counts are sums: partial counts fold in any order.
+    fn pipelinable(&self) -> bool {
+        true
+    }
 }
 
 /// Runs the histogram job on a whole BMP file's bytes: every key's count

@@ -348,6 +348,10 @@ impl Job for Step<'_> {
     fn reduce(&self, _cluster: &u32, sum: ClusterSum) -> (Vec<i32>, u64) {
         (sum.mean(), sum.count)
     }
+    /// Cluster sums and counts fold in any order.
+    fn pipelinable(&self) -> bool {
+        true
+    }
 }
 
 /// A checked problem.

@@ -152,6 +152,10 @@ impl Job for LinearRegression {
     fn reduce(&self, _key: &u8, total: i64) -> i64 {
         total
     }
+    /// The five sums fold in any order.
+    fn pipelinable(&self) -> bool {
+        true
+    }
 }
 
 /// Runs the job over a points file's bytes: the sums and the run's stats.

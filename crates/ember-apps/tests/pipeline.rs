@@ -1,14 +1,20 @@
 //! The workloads give the same output in pipelined and barrier mode (the
 //! helpers are the runtime's, shared with its own pipeline tests: add a
-//! workload with one `assert_modes_agree` call).
+//! workload with one `assert_runs_agree` or `assert_modes_agree` call), and
+//! the one that cannot be pipelined says so and runs with the barrier.
 
 use ember::{Input, Mode};
+use ember_apps::histogram::{self, BmpSpec};
+use ember_apps::inverted_index::{self, Docs};
+use ember_apps::kmeans::{self, Params};
+use ember_apps::linear_regression::{self, PointsSpec};
+use ember_apps::matrix::{self, Matrix, MatrixSpec};
 use ember_apps::text::{text, TextSpec};
 use ember_apps::wordcount::{sequential, WordCount};
 
 #[path = "../../ember/tests/support/modes.rs"]
 mod modes;
-use modes::{assert_modes_agree, options, run_mode};
+use modes::{assert_falls_back, assert_modes_agree, assert_runs_agree, options, run_mode};
 
 fn corpus(size: u64, vocab: usize, seed: u64) -> Vec<u8> {
     text(&TextSpec {
@@ -35,6 +41,69 @@ fn word_count_is_the_same_in_both_modes() {
         got.sort();
         assert_eq!(got, sequential(&[&data]), "{size} bytes");
     }
+}
+
+#[test]
+fn histogram_is_the_same_in_both_modes() {
+    // 61 pixels a row: rows padded to a multiple of 4 bytes.
+    for (width, height, seed) in [(61, 40, 1), (256, 300, 2)] {
+        let file = histogram::bmp(&BmpSpec {
+            width,
+            height,
+            seed,
+        })
+        .unwrap();
+        let counts = assert_runs_agree(&[None, Some(1)], |rt, opts| {
+            histogram::run(rt, &file, opts).unwrap()
+        });
+        assert_eq!(counts, histogram::sequential(&file).unwrap());
+    }
+}
+
+#[test]
+fn linear_regression_is_the_same_in_both_modes() {
+    for (size, seed) in [(2, 1), (100_002, 2)] {
+        let data = linear_regression::points(&PointsSpec { size, seed }).unwrap();
+        let sums = assert_runs_agree(&[None, Some(2)], |rt, opts| {
+            linear_regression::run(rt, &data, opts).unwrap()
+        });
+        assert_eq!(sums, linear_regression::sequential(&data).unwrap());
+    }
+}
+
+#[test]
+fn kmeans_is_the_same_in_both_modes() {
+    let bytes = matrix::matrix(&MatrixSpec {
+        rows: 2_000,
+        cols: 3,
+        lo: 0,
+        hi: 1000,
+        seed: 5,
+    });
+    let points = Matrix::parse(&bytes, "points").unwrap();
+    let params = Params {
+        clusters: 12,
+        max_iterations: 50,
+    };
+    let clustering = assert_runs_agree(&[None, Some(12 * 40)], |rt, opts| {
+        // The stats of the last iteration's job (the total carries no mode).
+        let mut last = None;
+        let (c, _) = kmeans::run(rt, &points, params, opts, |_, s| last = Some(s.clone())).unwrap();
+        (c, last.expect("at least one iteration"))
+    });
+    assert_eq!(clustering, kmeans::sequential(&points, params).unwrap());
+}
+
+#[test]
+fn inverted_index_falls_back_to_the_barrier_when_pipelined_is_asked() {
+    // Its posting lists grow with the values: the buffers' bound could not
+    // hold them, so the job does not declare itself pipelinable.
+    let data = corpus(50_000, 2_000, 6);
+    let input = Input::bytes(&data);
+    assert_falls_back(|rt, opts| {
+        let built = inverted_index::build(rt, &input, Docs::Lines, opts).unwrap();
+        (built.index, built.stats)
+    });
 }
 
 #[test]

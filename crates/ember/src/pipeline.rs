@@ -10,13 +10,21 @@
 //! two mappers ever push into the same channel (SMR's answer to MRPhi's
 //! contended many-to-one queue).
 //!
-//! - **Map**: each mapper keeps one buffer per reducer, a fixed-size block
-//!   that never grows: either a small combining hash table (the job's
-//!   combiner folds repeated keys at emit) or an append array of pairs
-//!   (SMR's array buffer). Each mapper starts combining and switches to
-//!   appending if its first hand-offs fold fewer than 3 pairs per key (see
-//!   `exchange`). A full buffer is sent to its reducer and the mapper goes
-//!   on at once with another one.
+//! - **Map**: each mapper keeps one buffer per reducer: either a combining
+//!   hash table (the job's combiner folds repeated keys at emit, as the
+//!   barrier's containers do) that starts small and grows up to its share of
+//!   the bound, or an append array of pairs (SMR's array buffer). Each
+//!   mapper starts combining and switches to appending if its first
+//!   hand-offs fold fewer than 3 pairs per key (see `exchange`). A buffer
+//!   is sent to its reducer when it is full, when its mapper runs out of
+//!   splits, or when an idle worker asks for work (`Exchange::wanted`,
+//!   checked every few thousand pairs): the mapper goes on at once with
+//!   another one. An empty partition adopts the first table it gets whole.
+//!   Why growing tables: with fixed 64 KiB buffers a word count buffer
+//!   combined only 1.7 pairs per key and the reducers paid ~60 ns a pair to
+//!   fold them, against ~25 ns for the barrier's in-map update; a table that
+//!   holds the mapper's vocabulary combines like the barrier's, and the
+//!   reducer merges states, not pairs.
 //! - **Recycling**: the worker that folds a buffer empties it (keeping its
 //!   memory) and sends it back to the mapper's free list, so the steady
 //!   state allocates nothing.
@@ -77,6 +85,17 @@
 //! keys: 0.2x on a byte histogram), unique keys (the barrier only appends:
 //! 0.2x), and one thread (nothing to overlap: 0.65x). [`Mode::Auto`] picks
 //! the pipeline only where it measured faster (see [`choose`]).
+//!
+//! The skewed case (5% of the splits carry half the map work) still does
+//! not reach the barrier on 2 cores (0.84-0.95x over repeated `ember bench
+//! pipeline` runs on a loaded machine, up from 0.79x): the pipeline's
+//! reduce after the last map ends is now 0.01-0.05 s against the barrier's
+//! 0.08-0.24 s, but its map phase costs 5-15% more CPU: without a sample
+//! its tables grow by rebuilding (and fill to 70% between growths, where
+//! the barrier's sampled tables sit near 40%), and every new table is fresh
+//! memory the kernel must clear. So `Auto` keeps the barrier there (the
+//! skewed word count's sample predicts about 1.1M keys per worker, below
+//! [`AUTO_MIN_KEYS`]).
 
 use std::time::Instant;
 
@@ -138,7 +157,9 @@ impl std::str::FromStr for Mode {
     }
 }
 
-/// Default size of one pipeline buffer: 64 KiB. A 16 KiB to 1 MiB sweep
+/// Default size of one append buffer: 64 KiB (combining buffers grow up to
+/// their share of the bound instead, see [`PipelineOptions::buffer_bytes`]).
+/// A 16 KiB to 1 MiB sweep
 /// on word count (`ember bench pipeline --buffer`) showed no size clearly
 /// better (all within the machine's noise); 64 KiB keeps a mapper's `T`
 /// buffers within its L2 cache up to `T = 32`. Buffers shrink to fit the
@@ -173,10 +194,12 @@ fn physical_memory() -> Option<usize> {
 /// Settings of the pipelined mode.
 #[derive(Debug, Clone, Default)]
 pub struct PipelineOptions {
-    /// Bytes of one map buffer (default [`DEFAULT_BUFFER_BYTES`]). A buffer
-    /// is handed to its reducer when its keys fill it (or after 16 pairs per
-    /// key of room, for jobs with few keys); tiny buffers mean many
-    /// hand-offs. Shrunk if the bound cannot hold the buffers needed.
+    /// Bytes of one map buffer at most. `None` (default): combining tables
+    /// grow up to the bound's share (the bound over `T x (T + 1)` buffers)
+    /// and append buffers take [`DEFAULT_BUFFER_BYTES`]. A buffer is handed
+    /// to its reducer when its keys fill it (or after 16 pairs per key of
+    /// room, for jobs with few keys); tiny buffers mean many hand-offs.
+    /// Shrunk if the bound cannot hold the buffers needed.
     pub buffer_bytes: Option<usize>,
     /// The bound on buffered bytes: all buffers that exist at once (being
     /// filled, handed off and not yet folded, or free for reuse), counted at
@@ -362,12 +385,7 @@ pub(crate) fn run<J: Job>(
     let max_bytes = opts
         .max_buffered_bytes
         .unwrap_or_else(default_max_buffered_bytes);
-    let sizing = exchange::Sizing::new::<J>(
-        opts.buffer_bytes.unwrap_or(DEFAULT_BUFFER_BYTES),
-        max_bytes,
-        mappers,
-        threads,
-    )?;
+    let sizing = exchange::Sizing::new::<J>(opts.buffer_bytes, max_bytes, mappers, threads)?;
     let x = exchange::Exchange::new(job, threads, splits.len(), sizing);
 
     let start = Instant::now();
@@ -509,11 +527,11 @@ mod tests {
     #[test]
     fn buffers_shrink_to_fit_the_bound() {
         let bound = 256 << 20;
-        let s = exchange::Sizing::new::<Pairs>(DEFAULT_BUFFER_BYTES, bound, 64, 64).unwrap();
+        let s = exchange::Sizing::new::<Pairs>(None, bound, 64, 64).unwrap();
         assert!(s.budget >= 64 * 65 && s.budget * s.bytes <= bound, "{s:?}");
-        let s = exchange::Sizing::new::<Pairs>(1, bound, 2, 2).unwrap();
+        let s = exchange::Sizing::new::<Pairs>(Some(1), bound, 2, 2).unwrap();
         assert_eq!((s.keys, s.append), (1, 1));
-        assert!(exchange::Sizing::new::<Pairs>(1 << 20, 1000, 2, 2).is_err());
+        assert!(exchange::Sizing::new::<Pairs>(Some(1 << 20), 1000, 2, 2).is_err());
     }
 
     fn prediction(keys_per_worker: u64, repeats: f64) -> Option<Prediction> {

@@ -1,6 +1,7 @@
 //! The pipelined mode: same output as the barrier, bounded buffering,
 //! errors instead of hangs, and the fallbacks the stats report.
 
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -13,22 +14,42 @@ use ember::{
 mod modes;
 use modes::{assert_modes_agree, options, within};
 
-/// A byte histogram: how often each byte value occurs. Pipelinable (a sum),
-/// with panics and a slow combiner on demand.
-#[derive(Clone, Default)]
-struct Histogram {
+/// A byte histogram: how often each byte value occurs, folded by the
+/// combiner `C` (a sum, or one of the sums below that misbehave). The one
+/// job of these tests, in every shape they need: pipelinable or not, with
+/// or without a key hint, with panics on demand.
+struct Histogram<C = Sum> {
+    pipelinable: bool,
+    keys: KeyHint,
     panic_in_map_on: Option<u8>,
     panic_in_reduce_on: Option<u8>,
+    combiner: PhantomData<C>,
 }
 
-impl Job for Histogram {
+impl<C> Default for Histogram<C> {
+    fn default() -> Self {
+        Histogram {
+            pipelinable: true,
+            keys: KeyHint::Unknown,
+            panic_in_map_on: None,
+            panic_in_reduce_on: None,
+            combiner: PhantomData,
+        }
+    }
+}
+
+impl<C: Combiner<u64, State = u64>> Job for Histogram<C> {
     type Key = u8;
     type Value = u64;
-    type Combiner = Sum;
+    type Combiner = C;
     type Out = u64;
 
     fn records(&self) -> Records {
         Records::Fixed(1)
+    }
+
+    fn keys(&self) -> KeyHint {
+        self.keys
     }
 
     fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) {
@@ -48,7 +69,7 @@ impl Job for Histogram {
     }
 
     fn pipelinable(&self) -> bool {
-        true
+        self.pipelinable
     }
 }
 
@@ -86,7 +107,7 @@ fn histogram_is_the_same_in_both_modes() {
     for (n, seed) in [(0, 1), (1, 2), (5_000, 3), (200_000, 4)] {
         let data = bytes(n, seed);
         let out = assert_modes_agree(
-            &Histogram::default(),
+            &Histogram::<Sum>::default(),
             &Input::bytes(&data),
             &[None, Some(7)],
         );
@@ -198,7 +219,7 @@ fn too_small_a_bound_is_a_config_error() {
         None,
     );
     let err = rt
-        .run_with(&Histogram::default(), &Input::bytes(b"abc"), &opts)
+        .run_with(&Histogram::<Sum>::default(), &Input::bytes(b"abc"), &opts)
         .err()
         .unwrap();
     assert!(matches!(err, Error::Config(_)), "{err}");
@@ -220,7 +241,7 @@ fn expect_panic_error(job: Histogram, data: Vec<u8>, buffer_bytes: usize) -> Err
         );
         let err = rt.run_with(&job, &Input::bytes(&data), &opts).err();
         let again = rt
-            .run_with(&Histogram::default(), &Input::bytes(b"aab"), &opts)
+            .run_with(&Histogram::<Sum>::default(), &Input::bytes(b"aab"), &opts)
             .unwrap();
         assert_eq!(again.pairs, vec![(b'a', 2), (b'b', 1)]);
         err.expect("the run should fail")
@@ -269,12 +290,11 @@ fn a_panic_in_reduce_is_an_error_not_a_hang() {
     }
 }
 
-/// Counts keys with a combiner whose merge panics once armed: a panic while
-/// a reducer folds buffers (and, under back-pressure, while a mapper folds).
-struct PanickyFolds;
-
+/// Whether [`PanickySum`]'s merge panics.
 static ARMED: AtomicBool = AtomicBool::new(false);
 
+/// A sum whose merge panics once armed: a panic while a reducer folds
+/// buffers (and, under back-pressure, while a mapper folds).
 struct PanickySum;
 
 impl Combiner<u64> for PanickySum {
@@ -293,27 +313,6 @@ impl Combiner<u64> for PanickySum {
     }
 }
 
-impl Job for PanickyFolds {
-    type Key = u8;
-    type Value = u64;
-    type Combiner = PanickySum;
-    type Out = u64;
-    fn records(&self) -> Records {
-        Records::Fixed(1)
-    }
-    fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) {
-        for &b in split.data {
-            emit.emit(b, 1);
-        }
-    }
-    fn reduce(&self, _key: &u8, n: u64) -> u64 {
-        n
-    }
-    fn pipelinable(&self) -> bool {
-        true
-    }
-}
-
 #[test]
 fn a_panic_while_folding_is_a_reduce_error_not_a_hang() {
     let err = within(60, || {
@@ -329,9 +328,13 @@ fn a_panic_while_folding_is_a_reduce_error_not_a_hang() {
             },
             Some(100),
         );
-        rt.run_with(&PanickyFolds, &Input::bytes(&data), &opts)
-            .err()
-            .expect("the run should fail")
+        rt.run_with(
+            &Histogram::<PanickySum>::default(),
+            &Input::bytes(&data),
+            &opts,
+        )
+        .err()
+        .expect("the run should fail")
     });
     assert_eq!(
         err.to_string(),
@@ -339,24 +342,11 @@ fn a_panic_while_folding_is_a_reduce_error_not_a_hang() {
     );
 }
 
-/// A job that does not declare itself pipelinable.
-struct Plain;
-
-impl Job for Plain {
-    type Key = u8;
-    type Value = u64;
-    type Combiner = Sum;
-    type Out = u64;
-    fn records(&self) -> Records {
-        Records::Fixed(1)
-    }
-    fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) {
-        for &b in split.data {
-            emit.emit(b, 1);
-        }
-    }
-    fn reduce(&self, _key: &u8, n: u64) -> u64 {
-        n
+/// A histogram that does not declare itself pipelinable.
+fn plain() -> Histogram {
+    Histogram {
+        pipelinable: false,
+        ..Default::default()
     }
 }
 
@@ -366,7 +356,7 @@ fn a_job_that_cannot_be_pipelined_falls_back_to_the_barrier() {
     let data = bytes(10_000, 12);
     let out = rt
         .run_with(
-            &Plain,
+            &plain(),
             &Input::bytes(&data),
             &options(Mode::Pipelined, Default::default(), None),
         )
@@ -382,33 +372,6 @@ fn a_job_that_cannot_be_pipelined_falls_back_to_the_barrier() {
     assert!(out.stats.to_string().contains("mode      barrier"));
 }
 
-/// A histogram that declares its dense keys (the array container's case).
-struct DenseHistogram;
-
-impl Job for DenseHistogram {
-    type Key = u8;
-    type Value = u64;
-    type Combiner = Sum;
-    type Out = u64;
-    fn records(&self) -> Records {
-        Records::Fixed(1)
-    }
-    fn keys(&self) -> KeyHint {
-        KeyHint::Dense(256)
-    }
-    fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) {
-        for &b in split.data {
-            emit.emit(b, 1);
-        }
-    }
-    fn reduce(&self, _key: &u8, n: u64) -> u64 {
-        n
-    }
-    fn pipelinable(&self) -> bool {
-        true
-    }
-}
-
 #[test]
 fn auto_chooses_by_job_shape_and_says_why() {
     let data = bytes(10_000, 13);
@@ -421,12 +384,23 @@ fn auto_chooses_by_job_shape_and_says_why() {
         (s.mode, s.mode_reason)
     };
     let hist = |rt: &Runtime| {
-        rt.run_with(&Histogram::default(), &input, &auto)
+        rt.run_with(&Histogram::<Sum>::default(), &input, &auto)
             .unwrap()
             .stats
     };
-    let dense = |rt: &Runtime| rt.run_with(&DenseHistogram, &input, &auto).unwrap().stats;
-    let plain = |rt: &Runtime| rt.run_with(&Plain, &input, &auto).unwrap().stats;
+    let dense = |rt: &Runtime| {
+        rt.run_with(
+            &Histogram::<Sum> {
+                keys: KeyHint::Dense(256),
+                ..Default::default()
+            },
+            &input,
+            &auto,
+        )
+        .unwrap()
+        .stats
+    };
+    let plain = |rt: &Runtime| rt.run_with(&plain(), &input, &auto).unwrap().stats;
     let (m, why) = mode(&one, &hist);
     assert_eq!(m, "barrier");
     assert!(why.contains("one thread"), "{why}");
@@ -441,14 +415,14 @@ fn auto_chooses_by_job_shape_and_says_why() {
         ..Default::default()
     };
     let s = two
-        .run_with(&Histogram::default(), &input, &forced)
+        .run_with(&Histogram::<Sum>::default(), &input, &forced)
         .unwrap()
         .stats;
     assert_eq!(s.mode, "barrier");
     assert!(s.mode_reason.contains("container"), "{}", s.mode_reason);
     let explicit = options(Mode::Barrier, Default::default(), None);
     let s = two
-        .run_with(&Histogram::default(), &input, &explicit)
+        .run_with(&Histogram::<Sum>::default(), &input, &explicit)
         .unwrap()
         .stats;
     assert_eq!(
@@ -464,7 +438,7 @@ fn both_modes_report_busy_time_and_utilization() {
     for mode in [Mode::Barrier, Mode::Pipelined] {
         let out = rt
             .run_with(
-                &Histogram::default(),
+                &Histogram::<Sum>::default(),
                 &Input::bytes(&data),
                 &options(mode, Default::default(), Some(16 << 10)),
             )
@@ -499,7 +473,7 @@ fn dedicated_reducers_give_the_same_output() {
                 Some(1000),
             );
             let out = rt
-                .run_with(&Histogram::default(), &Input::bytes(&data), &opts)
+                .run_with(&Histogram::<Sum>::default(), &Input::bytes(&data), &opts)
                 .unwrap();
             assert_eq!(out.pairs, sequential_histogram(&data));
             let p = out.stats.pipeline.unwrap();

@@ -8,6 +8,12 @@
 //!   the input are made about `--skew` times as costly to map (each word
 //!   runs a calibrated amount of extra computation), so that with 100
 //!   splits, 5% of them carry half the map work and finish last;
+//! - `histogram`: the RGB histogram workload on a generated BMP of about
+//!   the corpus' size (768 dense keys);
+//! - `invindex`: the inverted index workload (documents are lines) on the
+//!   first 32 MiB of the corpus; it is not pipelinable (its posting lists
+//!   grow with the values, which the pipeline's bound does not count), so
+//!   its pipelined row shows the fallback to the barrier;
 //! - `bytes`: a byte histogram of the corpus: 256 dense keys, the array
 //!   container's case in barrier mode;
 //! - `offsets`: every word keyed by its byte offset: unique keys, declared
@@ -22,6 +28,8 @@ use ember::{
     Bytes, Emit, Input, Job, KeyHint, Mode, PipelineOptions, Records, RunOptions, Runtime, Split,
     Stats, Sum,
 };
+use ember_apps::histogram;
+use ember_apps::inverted_index::{self, Docs};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::{for_each_word, is_separator, WordCount};
 
@@ -57,9 +65,13 @@ pub(crate) struct Args {
     /// How many times as costly a heavy split of the skewed case is.
     #[arg(long, default_value_t = 19.0)]
     skew: f64,
-    /// Cases to run, comma-separated: wordcount, skewed, bytes, offsets,
-    /// offsets-unhinted.
-    #[arg(long, value_delimiter = ',', default_value = "wordcount,skewed")]
+    /// Cases to run, comma-separated: wordcount, skewed, histogram,
+    /// invindex, bytes, offsets, offsets-unhinted.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "wordcount,skewed,histogram,invindex"
+    )]
     cases: Vec<String>,
     /// Leave out the pipelined row with one reduce-only worker.
     #[arg(long)]
@@ -241,16 +253,25 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let input = Input::file(&file)?;
     let threads = all_threads(a.threads);
     let rt = Runtime::builder().threads(threads).build()?;
+    let image = a
+        .cases
+        .iter()
+        .any(|c| c == "histogram")
+        .then(|| bmp_of_size(a.size))
+        .transpose()?;
     let mut cases = Vec::new();
     for name in &a.cases {
         cases.push(match name.as_str() {
             "wordcount" => wordcount_case(&input),
             "skewed" => skewed_case(&input, a.skew)?,
+            "histogram" => histogram_case(image.as_deref().unwrap_or_default()),
+            "invindex" => invindex_case(&input),
             "bytes" => bytes_case(&input),
             "offsets" => offsets_case(&input, KeyHint::Unique),
             "offsets-unhinted" => offsets_case(&input, KeyHint::Unknown),
             other => bail!(
-                "unknown case '{other}' (wordcount, skewed, bytes, offsets, offsets-unhinted)"
+                "unknown case '{other}' (wordcount, skewed, histogram, invindex, bytes, \
+                 offsets, offsets-unhinted)"
             ),
         });
     }
@@ -528,5 +549,61 @@ fn offsets_case<'a>(input: &'a Input<'a>, hint: KeyHint) -> Case<'a> {
         bytes: input.len() as u64,
         split_size: None,
         run: Box::new(move |rt, opts| run_counts(&Offsets { hint }, rt, input, opts)),
+    }
+}
+
+/// A generated 24-bit BMP of about `size` bytes (4096 pixels a row).
+fn bmp_of_size(size: u64) -> Result<Vec<u8>> {
+    let width = 4096;
+    let height = (size / (3 * width as u64)).max(1) as u32;
+    Ok(histogram::bmp(&histogram::BmpSpec {
+        width,
+        height,
+        seed: 7,
+    })?)
+}
+
+/// FNV-1a over `words`, seeded with the stats' pair and key counts.
+fn digest(stats: &Stats, words: impl IntoIterator<Item = u64>) -> u64 {
+    words.into_iter().fold(
+        stats.pairs_emitted ^ stats.distinct_keys.rotate_left(32),
+        |d, w| (d ^ w).wrapping_mul(0x100_0000_01b3),
+    )
+}
+
+fn histogram_case(file: &[u8]) -> Case<'_> {
+    Case {
+        name: "histogram".into(),
+        bytes: file.len() as u64,
+        split_size: None,
+        run: Box::new(move |rt, opts| {
+            let (counts, stats) = histogram::run(rt, file, opts)?;
+            let d = digest(&stats, counts);
+            Ok((stats, d))
+        }),
+    }
+}
+
+/// Bytes of the corpus the inverted index case indexes.
+const INVINDEX_BYTES: usize = 32 << 20;
+
+fn invindex_case<'a>(input: &'a Input<'a>) -> Case<'a> {
+    let data = input.part_bytes(0);
+    let data = &data[..data.len().min(INVINDEX_BYTES)];
+    Case {
+        name: "invindex".into(),
+        bytes: data.len() as u64,
+        split_size: None,
+        run: Box::new(move |rt, opts| {
+            let built = inverted_index::build(rt, &Input::bytes(data), Docs::Lines, opts)?;
+            let words = built.index.iter().flat_map(|(w, ids)| {
+                w.as_bytes()
+                    .iter()
+                    .map(|&b| b as u64)
+                    .chain(ids.iter().map(|&i| i as u64))
+            });
+            let d = digest(&built.stats, words);
+            Ok((built.stats, d))
+        }),
     }
 }

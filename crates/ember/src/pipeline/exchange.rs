@@ -1,28 +1,29 @@
 //! The exchange between mappers and reducers: buffers, channels, the buffer
 //! budget (back-pressure) and folding.
 //!
-//! A buffer is one contiguous block of fixed size that never grows (it is
-//! handed off before it would), reused for the whole run: emptied by the
-//! worker that folds it, and sent back to its mapper. It comes in two kinds:
+//! A buffer is one contiguous block that never outgrows its share of the
+//! bound (it is handed off before it would), reused for the whole run:
+//! emptied by the worker that folds it, and sent back to its mapper. It
+//! comes in two kinds:
 //!
-//! - **combining**: a small hash table ([`Table`]); the mapper folds the
+//! - **combining**: a hash table ([`Table`]) that starts small and grows
+//!   (by rebuilding, 2x) up to [`Sizing::table_keys`]; the mapper folds the
 //!   values of a key into one entry with the job's combiner as it emits, so
 //!   a frequent key costs one entry per buffer, not one per occurrence;
 //! - **append**: a plain array of `(key, state)` pairs (SMR's array buffer):
 //!   no lookup at all on the map side.
 //!
 //! A reducer moves a full buffer's entries into its partition's table with
-//! the combiner's `merge`, prefetching ahead. Combining pays when keys
-//! repeat within a buffer (a byte histogram: 256 keys); when they hardly do
-//! (word count on a large vocabulary: a 64 KiB buffer combines only 1.7
-//! occurrences per key) the lookups cost more than the entries they save,
-//! and appending wins, as SMR found for word count. So each mapper starts
-//! with combining buffers, measures pairs per entry over its first
+//! the combiner's `merge`, prefetching ahead (an empty partition table
+//! adopts a combining buffer whole instead). Combining pays when keys
+//! repeat within a buffer; when they hardly do (unique keys) the lookups
+//! cost more than the entries they save, and appending wins. So each mapper
+//! starts with combining buffers, measures pairs per entry over its first
 //! hand-offs, and switches to appending below [`MIN_COMBINING`] (unless
 //! the caller fixed the kind).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,8 @@ use crate::container::table::Table;
 use crate::error::{Error, Phase};
 use crate::job::{Job, StateOf};
 use crate::runtime::Failure;
+
+use super::DEFAULT_BUFFER_BYTES;
 
 /// A reducer's partition table: keys and combiner states.
 pub(super) type Part<J> = Table<<J as Job>::Key, StateOf<J>>;
@@ -50,6 +53,9 @@ const GROWTH: usize = 4;
 /// mapping (or was descheduled), and spreads the owner's folding over its
 /// hand-offs.
 const FOLDS_PER_LOCK: usize = 8;
+
+/// Pairs a mapper emits between two looks at [`Exchange::wanted`].
+pub(super) const CHECK_EVERY: u64 = 4096;
 
 /// Pairs per entry below which a mapper stops combining in its buffers.
 pub(super) const MIN_COMBINING: f64 = 3.0;
@@ -98,48 +104,55 @@ pub(super) struct Sizing {
     /// Pairs a combining buffer takes before it is handed off (bounds the
     /// work and, for collecting combiners, the memory one buffer stands for).
     pub(super) pairs: usize,
-    /// Keys a combining buffer's table is created for (at least `keys`;
-    /// never grows).
+    /// Keys a combining buffer's table holds at most (at least `keys`): a
+    /// table starts small and grows up to this while its mapper fills it.
     pub(super) table_keys: usize,
     /// Pairs an append buffer takes (its capacity: it never grows).
     pub(super) append: usize,
-    /// Bytes of one buffer, of either kind (an append buffer is never
-    /// larger than a combining one).
+    /// Bytes of one buffer at its largest, of either kind (an append
+    /// buffer is never larger than a full-grown combining one).
     pub(super) bytes: usize,
     /// Buffers that may exist at once: the bound on buffered bytes divided
     /// by `bytes`.
     pub(super) budget: usize,
 }
 
+/// Keys a new combining buffer has room for before it first grows.
+const START_KEYS: usize = 1024;
+
 impl Sizing {
-    /// Sizes buffers of about `buffer_bytes` for `mappers` mappers and
-    /// `reducers` reducers within `max_bytes`; an error if the bound cannot
-    /// hold the buffers the exchange needs to make progress (one being
-    /// filled per mapper and reducer, plus one spare per mapper).
+    /// Sizes buffers of at most `buffer_bytes` (`None`: combining tables
+    /// take the bound's share, append buffers [`DEFAULT_BUFFER_BYTES`]) for
+    /// `mappers` mappers and `reducers` reducers within `max_bytes`; an
+    /// error if the bound cannot hold the buffers the exchange needs to
+    /// make progress (one being filled per mapper and reducer, plus one
+    /// spare per mapper).
     pub(super) fn new<J: Job>(
-        buffer_bytes: usize,
+        buffer_bytes: Option<usize>,
         max_bytes: usize,
         mappers: usize,
         reducers: usize,
     ) -> Result<Sizing, Error> {
-        let slot = std::mem::size_of::<Option<(J::Key, StateOf<J>)>>();
+        let slot = std::mem::size_of::<Option<(J::Key, StateOf<J>)>>().max(1);
         let needed = mappers * (reducers + 1);
-        let per_buffer = buffer_bytes.min(max_bytes / needed.max(1));
-        // The largest power-of-two slot array within `per_buffer` (16
+        let share = max_bytes / needed.max(1);
+        let table_bytes = buffer_bytes.unwrap_or(share).min(share);
+        // The largest power-of-two slot array within `table_bytes` (16
         // slots at least), filled to just under the table's load limit.
-        let slots = (per_buffer / slot.max(1)).max(16);
+        let slots = (table_bytes / slot).max(16);
         let slots = 1usize << (usize::BITS - 1 - slots.leading_zeros());
         let table_keys = (slots * 7 / 10).saturating_sub(1).max(1);
-        let probe = Table::<J::Key, StateOf<J>>::with_capacity(table_keys);
-        let keys = (buffer_bytes / slot.max(1)).clamp(1, table_keys);
+        let keys = (table_bytes / slot).clamp(1, table_keys);
+        let bytes = slots * slot;
         let pair = std::mem::size_of::<(J::Key, StateOf<J>)>() + std::mem::size_of::<u64>();
+        let append_bytes = buffer_bytes.unwrap_or(DEFAULT_BUFFER_BYTES);
         let sizing = Sizing {
             keys,
             pairs: keys.saturating_mul(16),
             table_keys,
-            append: (buffer_bytes / pair).clamp(1, probe.bytes() / pair),
-            bytes: probe.bytes(),
-            budget: max_bytes / probe.bytes(),
+            append: (append_bytes / pair).clamp(1, bytes / pair),
+            bytes,
+            budget: max_bytes / bytes,
         };
         if sizing.budget < needed {
             return Err(Error::Config(format!(
@@ -229,6 +242,12 @@ pub(super) struct Exchange<'j, J: Job> {
     /// reducers read it with acquire ordering, so a reducer that sees 0
     /// also sees every buffer in the channels.
     pub(super) mappers_left: AtomicUsize,
+    /// Set by a worker that has nothing left to map or fold while others
+    /// still map; the first mapper to see it (at its next check, every
+    /// [`CHECK_EVERY`] pairs or between splits) clears it and hands off
+    /// every buffer it is filling, so the idle worker can fold them while
+    /// it maps on. Relaxed: a hint; the buffers travel through channels.
+    pub(super) wanted: AtomicBool,
     /// Buffers allocated so far (never more than `sizing.budget`): a
     /// mapper claims one with a relaxed compare-and-swap loop before
     /// allocating; it is a counter only (the buffers themselves move through
@@ -269,6 +288,7 @@ impl<'j, J: Job> Exchange<'j, J> {
             next_split: AtomicUsize::new(0),
             splits,
             mappers_left: AtomicUsize::new(workers),
+            wanted: AtomicBool::new(false),
             allocated: AtomicUsize::new(0),
             live: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
@@ -285,6 +305,12 @@ impl<'j, J: Job> Exchange<'j, J> {
     pub(super) fn should_fold(&self) -> bool {
         self.next_split.load(Ordering::Relaxed) < self.splits
             && self.live.load(Ordering::Relaxed) > self.sizing.budget * self.sizing.bytes / 2
+    }
+
+    /// True (once per request) when an idle worker has asked for buffers
+    /// to fold: the caller should hand off what it holds.
+    pub(super) fn take_request(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed) && self.wanted.swap(false, Ordering::Relaxed)
     }
 
     /// Buffers allocated, and the peak of buffered bytes.
@@ -304,7 +330,7 @@ impl<'j, J: Job> Exchange<'j, J> {
     /// A new buffer of the given kind.
     fn new_buf(&self, combining: bool) -> Buf<J> {
         if combining {
-            Buf::Table(Table::with_capacity(self.sizing.table_keys))
+            Buf::Table(Table::with_capacity(self.sizing.table_keys.min(START_KEYS)))
         } else {
             Buf::Pairs(
                 Vec::with_capacity(self.sizing.append),
@@ -394,9 +420,19 @@ impl<'j, J: Job> Exchange<'j, J> {
                 .flatten()
             {
                 start.get_or_insert_with(Instant::now);
+                if let Buf::Table(t) = &mut buf {
+                    if table.len() == 0 && t.bytes() > table.bytes() {
+                        // An empty partition adopts a mapper's table whole.
+                        std::mem::swap(&mut *table, t);
+                    }
+                }
                 let need = table.len() + buf.len();
                 if need > table.capacity() {
-                    table.reserve(need * GROWTH);
+                    let keys = match buf {
+                        Buf::Table(_) => need.max(2 * table.len()),
+                        Buf::Pairs(..) => need * GROWTH,
+                    };
+                    table.reserve(keys);
                 }
                 let fold = catch_unwind(AssertUnwindSafe(|| match &mut buf {
                     Buf::Table(t) => t.drain_into(&mut table, J::Combiner::merge),

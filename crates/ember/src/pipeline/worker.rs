@@ -7,9 +7,10 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::exchange::{Aborted, Backoff, Buf, Clock, Exchange, MIN_COMBINING};
+use super::exchange::{Aborted, Backoff, Buf, Clock, Exchange, Sizing, CHECK_EVERY, MIN_COMBINING};
 use crate::combine::Combiner;
 use crate::container::partition_of;
+use crate::container::table::Table;
 use crate::error::{Error, Phase};
 use crate::input::{Input, SplitRange};
 use crate::job::{Emit, Job, Split, StateOf};
@@ -52,6 +53,20 @@ struct Mapper<'x, 'j, J: Job> {
     trial_entries: usize,
 }
 
+/// True when a combining buffer holds as many keys as it may; else makes
+/// room for more keys if the next one would make the table grow (by 4x,
+/// never past [`Sizing::table_keys`]), and returns false.
+#[inline(always)]
+fn full_or_grown<K: Key, S>(t: &mut Table<K, S>, sizing: &Sizing) -> bool {
+    if t.len() >= sizing.keys {
+        return true;
+    }
+    if t.len() >= t.capacity() * 5 / 7 {
+        t.reserve((t.len() * 2).min(sizing.table_keys));
+    }
+    false
+}
+
 /// Combining hand-offs a mapper measures before choosing its buffer kind.
 const TRIAL_HANDOFFS: usize = 8;
 
@@ -74,7 +89,7 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
             Buf::Table(t) => {
                 t.upsert(&probe, hash, value, J::Combiner::init, J::Combiner::add);
                 self.fill[r] += 1;
-                t.len() >= self.x.sizing.keys || self.fill[r] >= self.x.sizing.pairs
+                full_or_grown(t, &self.x.sizing) || self.fill[r] >= self.x.sizing.pairs
             }
             Buf::Pairs(h, v) => {
                 h.push(hash);
@@ -84,6 +99,17 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
         };
         if full {
             self.hand_off(r);
+        }
+        if self.pairs.is_multiple_of(CHECK_EVERY) && self.x.take_request() {
+            self.flush();
+        }
+    }
+
+    #[inline(always)]
+    fn prefetch(&mut self, key: <J::Key as Key>::Ref<'_>) {
+        let hash = J::Key::probe_hash(&J::Key::probe(key));
+        if let Some(Buf::Table(t)) = &self.bufs[partition_of(hash, self.x.workers)] {
+            t.prefetch(hash);
         }
     }
 }
@@ -186,7 +212,7 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
             let full = match buf {
                 Buf::Table(t) => {
                     t.merge_owned(k, s, J::Combiner::merge);
-                    t.len() >= self.x.sizing.keys
+                    full_or_grown(t, &self.x.sizing)
                 }
                 Buf::Pairs(h, v) => {
                     h.push(hash);
@@ -224,6 +250,9 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
                 return tasks;
             }
             tasks += 1;
+            if self.x.take_request() {
+                self.flush();
+            }
             if self.x.should_fold() {
                 self.x.drain(self.me, self.me, &mut self.clock);
             }
@@ -289,6 +318,9 @@ pub(super) fn work<J: Job>(
         } else if mapped && x.all_folded() {
             break;
         } else {
+            if !mapped {
+                x.wanted.store(true, Ordering::Relaxed);
+            }
             clock.idle += backoff.wait();
         }
     }

@@ -8,7 +8,7 @@ use std::fmt::Debug;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use ember::{Input, Job, Mode, Output, PipelineOptions, RunOptions, Runtime};
+use ember::{Input, Job, Mode, Output, PipelineOptions, RunOptions, Runtime, Stats};
 
 /// Thread counts every comparison runs with.
 pub const THREADS: [usize; 3] = [1, 2, 8];
@@ -57,11 +57,40 @@ pub fn run_mode<J: Job>(
         .unwrap_or_else(|e| panic!("{:?} run failed: {e}", opts.mode))
 }
 
-/// Asserts that the pipelined mode gives exactly the barrier mode's output
-/// for every thread count of [`THREADS`], every buffer setting of
-/// [`buffer_settings`], and each split size given (`None`: the default),
-/// and that the stats say which mode ran. Returns the barrier output of the
-/// last thread count, for further checks.
+/// Asserts that `run` (a workload run on a runtime with some options,
+/// returning its result and the stats of its run, or of its last job) gives
+/// in pipelined mode exactly what it gives in barrier mode, for every
+/// thread count of [`THREADS`], every buffer setting of [`buffer_settings`]
+/// and each split size given (`None`: the default), and that the stats say
+/// which mode ran and that the buffered bytes stayed within the bound.
+/// Returns the barrier result of the last thread count, for further checks.
+pub fn assert_runs_agree<T: PartialEq + Debug>(
+    split_sizes: &[Option<usize>],
+    run: impl Fn(&Runtime, &RunOptions) -> (T, Stats),
+) -> T {
+    let mut last = None;
+    for threads in THREADS {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        for &split in split_sizes {
+            let (want, stats) = run(&rt, &options(Mode::Barrier, Default::default(), split));
+            assert_eq!(stats.mode, "barrier");
+            for (name, pipe) in buffer_settings() {
+                let (got, stats) = run(&rt, &options(Mode::Pipelined, pipe, split));
+                let what = format!("{threads} threads, split size {split:?}, {name}");
+                assert_eq!(stats.mode, "pipelined", "{what}: {}", stats.mode_reason);
+                let p = stats.pipeline.as_ref().expect("pipeline stats");
+                assert!(p.peak_buffered_bytes <= p.max_buffered_bytes, "{what}");
+                assert!(got == want, "{what}: outputs differ");
+            }
+            last = Some(want);
+        }
+    }
+    last.expect("at least one thread count and split size")
+}
+
+/// [`assert_runs_agree`] for one job on one input, also checking that both
+/// modes count the same pairs. Returns the barrier output of the last
+/// thread count.
 pub fn assert_modes_agree<J>(
     job: &J,
     input: &Input<'_>,
@@ -72,33 +101,34 @@ where
     J::Key: Debug,
     J::Out: PartialEq + Debug,
 {
-    let mut last = Vec::new();
+    let (pairs, _) = assert_runs_agree(split_sizes, |rt, opts| {
+        let out = run_mode(rt, job, input, opts);
+        ((out.pairs, out.stats.pairs_emitted), out.stats)
+    });
+    pairs
+}
+
+/// Asserts that a job that is not pipelinable, asked for the pipelined
+/// mode, runs with the barrier, gives the barrier's output and says why in
+/// the stats, for every thread count of [`THREADS`]. `run` is as for
+/// [`assert_runs_agree`].
+pub fn assert_falls_back<T: PartialEq + Debug>(run: impl Fn(&Runtime, &RunOptions) -> (T, Stats)) {
     for threads in THREADS {
         let rt = Runtime::builder().threads(threads).build().unwrap();
-        for &split in split_sizes {
-            let barrier = run_mode(
-                &rt,
-                job,
-                input,
-                &options(Mode::Barrier, Default::default(), split),
+        let (want, _) = run(&rt, &options(Mode::Barrier, Default::default(), None));
+        for (name, pipe) in buffer_settings() {
+            let (got, stats) = run(&rt, &options(Mode::Pipelined, pipe, None));
+            let what = format!("{threads} threads, {name}");
+            assert_eq!(stats.mode, "barrier", "{what}");
+            assert!(
+                stats.mode_reason.contains("not pipelinable"),
+                "{what}: {}",
+                stats.mode_reason
             );
-            assert_eq!(barrier.stats.mode, "barrier");
-            for (name, pipe) in buffer_settings() {
-                let got = run_mode(&rt, job, input, &options(Mode::Pipelined, pipe, split));
-                let what = format!("{threads} threads, split size {split:?}, {name}");
-                assert_eq!(got.stats.mode, "pipelined", "{what}");
-                let p = got.stats.pipeline.as_ref().expect("pipeline stats");
-                assert!(p.peak_buffered_bytes <= p.max_buffered_bytes, "{what}");
-                assert_eq!(
-                    got.stats.pairs_emitted, barrier.stats.pairs_emitted,
-                    "{what}"
-                );
-                assert!(got.pairs == barrier.pairs, "{what}: outputs differ");
-            }
-            last = barrier.pairs;
+            assert!(stats.pipeline.is_none(), "{what}");
+            assert!(got == want, "{what}: outputs differ");
         }
     }
-    last
 }
 
 /// Runs `f` on its own thread and returns its result, failing the test if
