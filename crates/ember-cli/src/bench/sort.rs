@@ -125,8 +125,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
     for (n, last) in [(1, last1), (all, lastn)] {
         if let Some(r) = last {
             println!(
-                "\nember, {n} thread(s), phases of the last run (map: keys extracted; merge: \
-                 (key, index) pairs concatenated and stably sorted):\n{}\n\
+                "\nember, {n} thread(s), phases of the last run (map: keys extracted, each split sorted; merge: \
+                 the sorted runs merged, one p-way pass):\n{}\n\
                  gather    {:>10.3} s  (records copied in key order, after the run)",
                 r.stats, r.gather_secs
             );
