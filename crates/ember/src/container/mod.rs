@@ -28,6 +28,7 @@ use std::fmt;
 
 use crate::job::{Emit, Job};
 use crate::key::Key;
+use table::Table;
 
 pub(crate) mod append;
 pub(crate) mod array;
@@ -151,6 +152,35 @@ impl<K: Key, V, C: Emit<K, V>> Emit<K, V> for Counting<C> {
     }
 }
 
+/// The distinct keys a sample emits, counted by their 64-bit hashes: no key
+/// copies and no combiner states (the sampler's container for jobs whose
+/// combiner keeps values, where a state per key is costly).
+pub(crate) struct KeyHashes {
+    seen: Table<u64, ()>,
+}
+
+impl KeyHashes {
+    pub(crate) fn new() -> Self {
+        KeyHashes {
+            seen: Table::with_capacity(1024),
+        }
+    }
+
+    /// Distinct hashes seen.
+    pub(crate) fn len(&self) -> usize {
+        self.seen.len()
+    }
+}
+
+impl<K: Key, V> Emit<K, V> for KeyHashes {
+    #[inline(always)]
+    fn emit(&mut self, key: K::Ref<'_>, _value: V) {
+        let h = K::probe_hash(&K::probe(key));
+        self.seen
+            .upsert(&h, u64::probe_hash(&h), (), |()| (), |_, ()| ());
+    }
+}
+
 /// The partition a key hash belongs to, in `0..partitions`.
 ///
 /// Uses hash bits 40..56, independent of the low bits the tables index
@@ -188,6 +218,16 @@ mod tests {
             }
             assert!(seen.iter().all(|&s| s), "{p}");
         }
+    }
+
+    #[test]
+    fn key_hashes_count_distinct_keys() {
+        let mut seen = KeyHashes::new();
+        for i in 0..5000u32 {
+            let word = format!("w{}", i % 1234);
+            Emit::<crate::Bytes, u32>::emit(&mut seen, word.as_bytes(), i);
+        }
+        assert_eq!(seen.len(), 1234);
     }
 
     #[test]
