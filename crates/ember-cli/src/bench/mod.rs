@@ -5,7 +5,7 @@
 //! shared machine hits all alike) and [`Report`] prints the table.
 
 use anyhow::Result;
-use clap::Subcommand;
+use clap::{Parser, Subcommand};
 
 mod compare;
 mod containers;
@@ -25,6 +25,10 @@ mod wordcount;
 /// The benchmarks.
 #[derive(Subcommand)]
 pub(crate) enum Bench {
+    /// Every workload of the suite in turn (word count, histogram, linreg,
+    /// string match, inverted index, sort, k-means, PCA, matrix multiply),
+    /// each with its default sizes.
+    All,
     /// Every container and Auto, inverted index on Metis' four input shapes.
     Containers(containers::Args),
     /// The one-pass p-way merge vs concat-and-sort, on the sort workload.
@@ -56,6 +60,7 @@ pub(crate) enum Bench {
 /// Runs a benchmark.
 pub(crate) fn run(b: Bench) -> Result<()> {
     match b {
+        Bench::All => all(),
         Bench::Ingest(a) => ingest::run(a),
         Bench::Merge(a) => merge::run(a),
         Bench::Containers(a) => containers::run(a),
@@ -70,6 +75,35 @@ pub(crate) fn run(b: Bench) -> Result<()> {
         Bench::Matmul(a) => matrix_multiply::run(a),
         Bench::Pipeline(a) => pipeline::run(a),
     }
+}
+
+/// The workload benches `ember bench all` runs, in order.
+const SUITE: [&str; 9] = [
+    "wordcount",
+    "histogram",
+    "linreg",
+    "strmatch",
+    "invindex",
+    "sort",
+    "kmeans",
+    "pca",
+    "matmul",
+];
+
+/// One bench as the command line names it, with its default arguments.
+#[derive(Parser)]
+struct Named {
+    #[command(subcommand)]
+    bench: Bench,
+}
+
+/// Runs every bench of [`SUITE`] with its defaults.
+fn all() -> Result<()> {
+    for (i, name) in SUITE.iter().enumerate() {
+        println!("\n=== ember bench {name} ({} of {})", i + 1, SUITE.len());
+        run(Named::try_parse_from(["ember bench", name])?.bench)?;
+    }
+    Ok(())
 }
 
 /// The median of some timings.
@@ -152,6 +186,19 @@ impl Report {
                 self.amount / t,
                 base / t
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_suite_names_workload_benches() {
+        for name in SUITE {
+            let named = Named::try_parse_from(["ember bench", name]).unwrap();
+            assert!(!matches!(named.bench, Bench::All), "{name}");
         }
     }
 }
