@@ -11,7 +11,7 @@ use ember_apps::text::TextSpec;
 use crate::common::parse_size;
 use crate::inverted_index::{cached_docs, docs_in};
 
-use super::{all_threads, interleaved, timed, Report};
+use super::{all_threads, contender_rows, interleaved, timed, Report};
 
 /// `ember bench invindex`.
 #[derive(ClapArgs)]
@@ -115,11 +115,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ),
         amount: spec.size as f64 / 1e6,
         unit: "MB",
-        rows: vec![
-            ("sequential (1 thread)".into(), times[0]),
-            ("ember, 1 thread".into(), times[1]),
-            (format!("ember, {all} threads"), times[2]),
-        ],
+        rows: contender_rows("sequential (1 thread)", &times, all),
     }
     .print();
     if let Some((stats, numbering)) = last {

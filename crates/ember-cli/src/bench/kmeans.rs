@@ -8,7 +8,7 @@ use ember_apps::kmeans::{self, Clustering};
 use crate::kmeans::{points_spec, ParamArgs};
 use crate::numeric;
 
-use super::{all_threads, interleaved, timed, Report};
+use super::{all_threads, contender_rows, interleaved, timed, Report};
 
 /// `ember bench kmeans`.
 #[derive(ClapArgs)]
@@ -82,11 +82,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ),
         amount: assignments,
         unit: "M pt-iter",
-        rows: vec![
-            ("sequential".into(), times[0]),
-            ("ember, 1 thread".into(), times[1]),
-            (format!("ember, {all} threads"), times[2]),
-        ],
+        rows: contender_rows("sequential", &times, all),
     }
     .print();
     if let Some(s) = last {

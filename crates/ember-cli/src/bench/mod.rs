@@ -170,6 +170,17 @@ pub(crate) struct Report {
     pub(crate) rows: Vec<(String, f64)>,
 }
 
+/// The rows every workload bench starts with: its baseline (named
+/// `baseline`), ember on 1 thread and ember on `all` threads, timed in
+/// `times[0..3]` in that order.
+pub(crate) fn contender_rows(baseline: &str, times: &[f64], all: usize) -> Vec<(String, f64)> {
+    vec![
+        (baseline.into(), times[0]),
+        ("ember, 1 thread".into(), times[1]),
+        (format!("ember, {all} threads"), times[2]),
+    ]
+}
+
 impl Report {
     /// Prints the table.
     pub(crate) fn print(&self) {

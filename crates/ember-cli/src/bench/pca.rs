@@ -8,7 +8,7 @@ use ember_apps::pca::{self, Pca};
 use crate::numeric;
 use crate::pca::matrix_spec;
 
-use super::{all_threads, interleaved, timed, Report};
+use super::{all_threads, contender_rows, interleaved, timed, Report};
 
 /// `ember bench pca`.
 #[derive(ClapArgs)]
@@ -74,11 +74,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ),
         amount: macs,
         unit: "GMAC",
-        rows: vec![
-            ("sequential".into(), times[0]),
-            ("ember, 1 thread".into(), times[1]),
-            (format!("ember, {all} threads"), times[2]),
-        ],
+        rows: contender_rows("sequential", &times, all),
     }
     .print();
     if let Some(s) = last {

@@ -15,7 +15,7 @@ use ember_apps::sort::{parallel_sort_into, sequential_into, sort_order, SortSpec
 
 use crate::sort::cached_records;
 
-use super::{all_threads, interleaved, timed, Report};
+use super::{all_threads, contender_rows, interleaved, timed, Report};
 
 /// `ember bench sort`.
 #[derive(ClapArgs)]
@@ -114,12 +114,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ),
         amount: data.len() as f64 / 1e6,
         unit: "MB",
-        rows: vec![
-            ("sequential (1 thread)".into(), times[0]),
-            ("ember, 1 thread".into(), times[1]),
-            (format!("ember, {all} threads"), times[2]),
-            (format!("rayon par_sort, {all} threads"), times[3]),
-        ],
+        rows: {
+            let mut rows = contender_rows("sequential (1 thread)", &times, all);
+            rows.push((format!("rayon par_sort, {all} threads"), times[3]));
+            rows
+        },
     }
     .print();
     for (n, last) in [(1, last1), (all, lastn)] {

@@ -11,7 +11,7 @@ use ember_apps::wordcount::WordCount;
 
 use crate::common::{cache_dir, parse_size};
 
-use super::{all_threads, interleaved, timed, Report};
+use super::{all_threads, contender_rows, interleaved, timed, Report};
 
 /// `ember bench wordcount`.
 #[derive(ClapArgs)]
@@ -137,11 +137,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ),
         amount: spec.size as f64 / 1e6,
         unit: "MB",
-        rows: vec![
-            ("C reference (1 thread)".into(), times[0]),
-            ("ember, 1 thread".into(), times[1]),
-            (format!("ember, {all} threads"), times[2]),
-        ],
+        rows: contender_rows("C reference (1 thread)", &times, all),
     }
     .print();
     if let Some(s) = last {
