@@ -7,17 +7,30 @@
 //! number, four of each), 96..100 `CC DD EE FF`. Only the key matters to
 //! the sort; the row number lets a reader check the order of ties.
 //!
-//! **On ember**: a map-only job over `Records::Fixed(100)` whose map emits
-//! `(key, record index)` for each record of its split, sorted (see
-//! [`SortJob`]); the runtime concatenates the splits' pairs in input order
-//! and sorts them stably by key, which gives the permutation; the records
-//! are then gathered in that order by as many threads as the runtime has.
-//! An input whose length is not a multiple of 100 is
-//! [`Error::InvalidInput`].
+//! **On ember**, two plans, both through the public API:
+//!
+//! - [`sort_order`] (a whole input in memory) is the TeraSort plan: a
+//!   sample of the keys gives splitters that cut the key space into
+//!   [`Ranges`] of about equal size; map routes each record's packed key
+//!   (key and record index, [`Packed`]) to its range (the job's key is the
+//!   range number, so the array container holds it); reduce sorts each
+//!   range on its own. The ranges are in key order, so their outputs, in
+//!   range order, are the whole order: nothing is left to merge.
+//! - [`sort_order_input`] (any input, also one streamed in chunks, which
+//!   cannot be sampled before it is read) is a map-only job whose map sorts
+//!   each split into one run and whose merge is the runtime's one-pass
+//!   p-way merge (SupMR section IV).
+//!
+//! Either way the records are then gathered in that order by as many
+//! threads as the runtime has. An input whose length is not a multiple of
+//! 100 is [`Error::InvalidInput`].
 
 use std::io::{self, Write};
 
-use ember::{Error, Input, MapOnlyJob, Records, Result, RunOptions, Runtime, Split, Stats};
+use ember::{
+    Emit, Error, Input, Job, KeepAll, KeyHint, MapOnlyJob, Records, Result, RunOptions, Runtime,
+    Split, StateOf, Stats,
+};
 use rand::Rng;
 use rayon::prelude::*;
 
@@ -174,46 +187,246 @@ pub fn index_of(p: Packed) -> RecordIndex {
 }
 
 /// A sort order computed on ember: the input's records as [`Packed`] keys,
-/// in key order (ties in input order).
+/// in key order (ties in input order), held in consecutive runs (the key
+/// ranges of [`sort_order`], or the one merged run of
+/// [`sort_order_input`]).
 pub struct Order {
-    /// The packed keys in order.
-    pub keys: Vec<Packed>,
-    /// Stats of the map-only run (map: keys extracted and each split
-    /// sorted; merge: the sorted runs merged).
+    /// Consecutive pieces of the order.
+    runs: Vec<Vec<Packed>>,
+    /// Stats of the run.
     pub stats: Stats,
 }
 
 impl Order {
+    /// Number of records ordered.
+    pub fn len(&self) -> usize {
+        self.runs.iter().map(Vec::len).sum()
+    }
+
+    /// True if there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The packed keys in order.
+    pub fn keys(&self) -> impl Iterator<Item = Packed> + '_ {
+        self.runs.iter().flatten().copied()
+    }
+
     /// The input's records in this order, gathered into `out` (which must
     /// hold them exactly) by `threads` threads.
     pub fn gather_into(&self, data: &[u8], threads: usize, out: &mut [u8]) {
-        gather_into(data, &self.keys, |&p| index_of(p) as usize, threads, out);
+        let runs: Vec<&[Packed]> = self.runs.iter().map(Vec::as_slice).collect();
+        gather_into(data, &runs, |&p| index_of(p) as usize, threads, out);
     }
 
     /// The input's records in this order, written to `w` (gathered in
     /// pieces into one reused buffer by `threads` threads).
     pub fn write(&self, data: &[u8], threads: usize, w: &mut impl Write) -> io::Result<()> {
         let mut buf = Vec::new();
-        for piece in self.keys.chunks(WRITE_RECORDS) {
+        for piece in self.runs.iter().flat_map(|r| r.chunks(WRITE_RECORDS)) {
             buf.resize(piece.len() * RECORD_LEN, 0);
-            gather_into(data, piece, |&p| index_of(p) as usize, threads, &mut buf);
+            gather_into(data, &[piece], |&p| index_of(p) as usize, threads, &mut buf);
             w.write_all(&buf)?;
         }
         Ok(())
     }
 }
 
-/// Sorted runs (splits) per thread of [`sort_order`] by default.
+/// Sorted runs (splits) per thread of [`sort_order_input`] by default.
 pub const RUNS_PER_THREAD: usize = 2;
 
-/// The smallest default split of [`sort_order`].
+/// The smallest default split of [`sort_order`] and [`sort_order_input`].
 pub const MIN_SPLIT: usize = 1 << 20;
 
 /// Records gathered per write by [`Order::write`] (16 MB).
 const WRITE_RECORDS: usize = 160_000;
 
+/// Keys per range of [`sort_order`], on average: a range's keys (1 MiB)
+/// sort inside the L2 cache.
+const RANGE_KEYS: usize = 1 << 16;
+
+/// Sampled keys per range: the splitters are every `OVERSAMPLE`-th sampled
+/// key, so a range's size varies by about `1 / sqrt(OVERSAMPLE)`.
+const OVERSAMPLE: usize = 64;
+
+/// Bits of a key's prefix that index [`Ranges`]' table.
+const PREFIX_BITS: u32 = 12;
+
+/// Key ranges: splitters cutting the [`Packed`] key space into ranges of
+/// about equal size over the input they were sampled from. Range `r` holds
+/// the keys `k` with `splitters[r - 1] < k <= splitters[r]`.
+#[derive(Debug, Clone)]
+pub struct Ranges {
+    splitters: Vec<Packed>,
+    /// `first[p]`: the number of splitters whose prefix is below `p`, that
+    /// is the first range a key with prefix `p` can be in (a table lookup
+    /// replaces most of the binary search).
+    first: Vec<u32>,
+}
+
+impl Ranges {
+    /// Ranges for the records of `data` (whole records): about one per
+    /// [`RANGE_KEYS`] records, at least `min` (so that the reduce tasks
+    /// balance), from [`OVERSAMPLE`] evenly spaced records per range. The
+    /// splitters are packed keys, which are distinct (they hold the record
+    /// index), so even equal keys spread over ranges.
+    pub fn sample(data: &[u8], min: usize) -> Ranges {
+        let n = data.len() / RECORD_LEN;
+        let ranges = n.div_ceil(RANGE_KEYS).max(min).clamp(1, n.max(1));
+        let samples = (ranges * OVERSAMPLE).min(n);
+        let mut sample: Vec<Packed> = (0..samples)
+            .map(|j| {
+                let i = j * n / samples;
+                pack(&data[i * RECORD_LEN..], i)
+            })
+            .collect();
+        sample.sort_unstable();
+        let splitters: Vec<Packed> = (1..ranges)
+            .map(|r| sample[r * samples / ranges - 1])
+            .collect();
+        Ranges::new(splitters)
+    }
+
+    /// Ranges cut by `splitters` (ascending).
+    fn new(splitters: Vec<Packed>) -> Ranges {
+        debug_assert!(splitters.is_sorted());
+        let mut first = Vec::with_capacity((1 << PREFIX_BITS) + 1);
+        let mut s = 0;
+        for p in 0..=1usize << PREFIX_BITS {
+            while s < splitters.len() && Self::prefix(splitters[s]) < p {
+                s += 1;
+            }
+            first.push(s as u32);
+        }
+        Ranges { splitters, first }
+    }
+
+    #[inline(always)]
+    fn prefix(k: Packed) -> usize {
+        (k >> (128 - PREFIX_BITS)) as usize
+    }
+
+    /// Number of ranges.
+    pub fn len(&self) -> usize {
+        self.splitters.len() + 1
+    }
+
+    /// Never true: there is always at least one range.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The range of key `k`: the number of splitters below it.
+    #[inline(always)]
+    pub fn of(&self, k: Packed) -> usize {
+        let p = Self::prefix(k);
+        let (lo, hi) = (self.first[p] as usize, self.first[p + 1] as usize);
+        // Splitters with a smaller prefix are below `k`, those with a larger
+        // one above it; only those sharing its prefix are compared.
+        lo + self.splitters[lo..hi].partition_point(|&s| s < k)
+    }
+}
+
+/// The range-partitioned sort job of [`sort_order`]: map routes each
+/// record's packed key to its key range (one value per range per split);
+/// reduce sorts a range.
+struct RangeJob<'a> {
+    ranges: &'a Ranges,
+}
+
+impl Job for RangeJob<'_> {
+    type Key = u32;
+    type Value = Vec<Packed>;
+    type Combiner = KeepAll;
+    type Out = Vec<Packed>;
+
+    fn records(&self) -> Records {
+        Records::Fixed(RECORD_LEN)
+    }
+
+    fn keys(&self) -> KeyHint {
+        KeyHint::Dense(self.ranges.len())
+    }
+
+    fn map<E: Emit<u32, Vec<Packed>>>(&self, split: Split<'_>, emit: &mut E) {
+        let first = split.offset as usize / RECORD_LEN;
+        let n = split.data.len() / RECORD_LEN;
+        let ranges = self.ranges.len();
+        // Room for a range's expected share and some, when there is one to
+        // speak of (a tiny split allocates as it goes).
+        let each = n / ranges;
+        let room = if each >= 16 { each + each / 4 + 16 } else { 0 };
+        let mut out: Vec<Vec<Packed>> = (0..ranges).map(|_| Vec::with_capacity(room)).collect();
+        for (i, rec) in split.data.chunks_exact(RECORD_LEN).enumerate() {
+            let k = pack(rec, first + i);
+            out[self.ranges.of(k)].push(k);
+        }
+        for (r, keys) in out.into_iter().enumerate() {
+            if !keys.is_empty() {
+                emit.emit(r as u32, keys);
+            }
+        }
+    }
+
+    /// The range's pieces (one per split that had keys in it), joined and
+    /// sorted. Packed keys are distinct, so the order of the pieces (which
+    /// depends on the schedule) does not matter.
+    fn reduce(&self, _range: &u32, pieces: StateOf<Self>) -> Vec<Packed> {
+        let mut keys = if pieces.len() == 1 {
+            pieces.into_iter().next().expect("one piece")
+        } else {
+            let mut keys = Vec::with_capacity(pieces.iter().map(Vec::len).sum());
+            for p in pieces {
+                keys.extend_from_slice(&p);
+            }
+            keys
+        };
+        keys.sort_unstable();
+        keys
+    }
+}
+
 /// Sorts `data` (whole records) on `rt`: the order only; the records are
 /// then gathered with [`Order::gather_into`] or [`Order::write`].
+///
+/// The TeraSort plan (see the module docs): [`Ranges`] sampled from `data`,
+/// at least 8 per thread, then one MapReduce job whose map routes keys to
+/// ranges and whose reduce sorts each range. Unless `opts` sets a split
+/// size, the input is cut into 4 splits per thread (of at least
+/// [`MIN_SPLIT`] bytes), so that few, large pieces reach each range.
+///
+/// Measured on 1 GB, 2 threads, against the map-side sort and p-way merge
+/// of [`sort_order_input`]: see the README (`ember bench sort` and
+/// `ember bench merge`).
+pub fn sort_order(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<Order> {
+    check_records(data)?;
+    let ranges = Ranges::sample(data, 8 * rt.threads());
+    let opts = RunOptions {
+        split_size: opts
+            .split_size
+            .or(Some((data.len() / (4 * rt.threads())).max(MIN_SPLIT))),
+        ..opts.clone()
+    };
+    let out = rt.run_with(&RangeJob { ranges: &ranges }, &Input::bytes(data), &opts)?;
+    Ok(Order {
+        // In range order, that is key order.
+        runs: out.pairs.into_iter().map(|(_, keys)| keys).collect(),
+        stats: out.stats,
+    })
+}
+
+/// The order of any [`Input`], in particular one streamed in ingest
+/// chunks ([`ember::Ingest::Chunked`], [`Input::reader`]), which cannot be
+/// sampled before it is read: a map-only job whose map extracts and sorts
+/// each split's keys while the input is read (record index = byte offset /
+/// 100), then the runtime's one-pass p-way merge of the sorted runs.
+///
+/// Only the order can be streamed: gathering the records
+/// ([`Order::gather_into`], [`Order::write`]) needs random access to all
+/// of them, so the caller keeps or re-reads them. A single part (file) only,
+/// as record indices count from the start of one file. A streamed input
+/// that ends inside a record is [`Error::InvalidInput`] after the run.
 ///
 /// Unless `opts` sets a split size, the input is cut into
 /// [`RUNS_PER_THREAD`] splits per thread (of at least [`MIN_SPLIT`] bytes)
@@ -222,19 +435,6 @@ const WRITE_RECORDS: usize = 160_000;
 /// doubling of the runs (measured on 1 GB, 2 threads: 16 runs, merge
 /// 0.27-0.28 s, total 0.47-0.51 s; 4 runs, merge 0.15 s, total
 /// 0.41-0.44 s), while 2 splits per thread still balance the map.
-pub fn sort_order(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<Order> {
-    check_records(data)?;
-    sort_order_input(rt, &Input::bytes(data), opts)
-}
-
-/// [`sort_order`] over any [`Input`], in particular one streamed in ingest
-/// chunks ([`ember::Ingest::Chunked`], [`Input::reader`]): the keys are
-/// extracted while the input is read (record index = byte offset / 100).
-/// Only the order can be streamed: gathering the records
-/// ([`Order::gather_into`], [`Order::write`]) needs random access to all
-/// of them, so the caller keeps or re-reads them. A single part (file) only,
-/// as record indices count from the start of one file. A streamed input
-/// that ends inside a record is [`Error::InvalidInput`] after the run.
 pub fn sort_order_input(rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> Result<Order> {
     if input.parts() != 1 {
         return Err(Error::InvalidInput(format!(
@@ -242,10 +442,8 @@ pub fn sort_order_input(rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> R
             input.parts()
         )));
     }
-    // A streamed input's length, if known, is checked up front. Every
-    // split is a sorted run for the merge: few, large ones (as in
-    // `sort_order`); a stream's splits cannot span chunks, so one split per
-    // thread per chunk.
+    // A streamed input's length, if known, is checked up front. A stream's
+    // splits cannot span chunks, so one split per thread per chunk.
     let known = input.len();
     let split_size = opts.split_size.or(Some(if input.is_streamed() {
         let chunk = opts.chunk_size.unwrap_or(ember::DEFAULT_CHUNK_SIZE);
@@ -265,7 +463,7 @@ pub fn sort_order_input(rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> R
     check_len(out.stats.input_bytes)?;
     Ok(Order {
         // Same size and alignment: collected in place.
-        keys: out.pairs.into_iter().map(|(p, ())| p).collect(),
+        runs: vec![out.pairs.into_iter().map(|(p, ())| p).collect()],
         stats: out.stats,
     })
 }
@@ -290,36 +488,70 @@ fn check_len(len: u64) -> Result<()> {
     Ok(())
 }
 
-/// Copies the records of `data` into `out` in the order `order` gives
-/// (record `index(o)` for each `o`), with `threads` threads each filling
-/// one contiguous share of `out`.
+/// Records ahead of the one being copied whose lines [`gather_into`]
+/// prefetches: the reads are random, so without this each waits for
+/// memory in turn.
+const GATHER_AHEAD: usize = 16;
+
+/// Copies the records of `data` into `out` in the order that the
+/// consecutive pieces of `order` give (record `index(o)` for each `o`),
+/// with `threads` threads each filling one contiguous share of `out`.
 ///
 /// # Panics
 ///
-/// If `out` is not exactly `order.len()` records long.
+/// If `out` is not exactly as many records long as `order` holds.
 pub fn gather_into<T: Sync>(
     data: &[u8],
-    order: &[T],
+    order: &[&[T]],
     index: impl Fn(&T) -> usize + Sync,
     threads: usize,
     out: &mut [u8],
 ) {
-    assert_eq!(out.len(), order.len() * RECORD_LEN, "output size");
-    let share = order.len().div_ceil(threads.max(1)).max(1);
-    let copy = |dst: &mut [u8], order: &[T]| {
-        for (d, o) in dst.chunks_exact_mut(RECORD_LEN).zip(order) {
+    let total: usize = order.iter().map(|p| p.len()).sum();
+    assert_eq!(out.len(), total * RECORD_LEN, "output size");
+    let share = total.div_ceil(threads.max(1)).max(1);
+    let copy = |dst: &mut [u8], order: Vec<&[T]>| {
+        let mut dst = dst.chunks_exact_mut(RECORD_LEN);
+        let mut ahead = order.iter().copied().flatten().skip(GATHER_AHEAD);
+        for o in order.iter().copied().flatten() {
+            if let Some(next) = ahead.next() {
+                let at = index(next) * RECORD_LEN;
+                ember::prefetch(data[at..].as_ptr());
+                ember::prefetch(data[at + RECORD_LEN - 1..].as_ptr());
+            }
             let at = index(o) * RECORD_LEN;
-            d.copy_from_slice(&data[at..at + RECORD_LEN]);
+            dst.next()
+                .expect("a share's pieces fill it")
+                .copy_from_slice(&data[at..at + RECORD_LEN]);
         }
     };
-    std::thread::scope(|s| {
-        let mut shares = out.chunks_mut(share * RECORD_LEN).zip(order.chunks(share));
-        let mine = shares.next();
-        for (dst, ord) in shares {
-            s.spawn(move || copy(dst, ord));
+    // Each thread's share of the pieces: whole pieces, and the parts of the
+    // pieces a share boundary cuts.
+    let mut pieces = order.iter().copied().filter(|p| !p.is_empty());
+    let mut rest: &[T] = &[];
+    let mut shares = Vec::new();
+    for dst in out.chunks_mut(share * RECORD_LEN) {
+        let mut want = dst.len() / RECORD_LEN;
+        let mut mine = Vec::new();
+        while want > 0 {
+            if rest.is_empty() {
+                rest = pieces.next().expect("the pieces fill the output");
+            }
+            let (take, left) = rest.split_at(want.min(rest.len()));
+            want -= take.len();
+            mine.push(take);
+            rest = left;
         }
-        if let Some((dst, ord)) = mine {
-            copy(dst, ord);
+        shares.push((dst, mine));
+    }
+    std::thread::scope(|s| {
+        let mut shares = shares.into_iter();
+        let first = shares.next();
+        for (dst, mine) in shares {
+            s.spawn(move || copy(dst, mine));
+        }
+        if let Some((dst, mine)) = first {
+            copy(dst, mine);
         }
     });
 }
@@ -337,7 +569,7 @@ pub fn sequential_into(data: &[u8], out: &mut [u8]) -> Result<()> {
         .map(|(i, rec)| pack(rec, i))
         .collect();
     keys.sort_unstable();
-    gather_into(data, &keys, |&k| index_of(k) as usize, 1, out);
+    gather_into(data, &[&keys], |&k| index_of(k) as usize, 1, out);
     Ok(())
 }
 
@@ -371,6 +603,48 @@ pub fn parallel_sort_into(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The table lookup finds the same range as a binary search over
+        /// all splitters, also when many splitters share a prefix.
+        #[test]
+        fn a_key_is_in_the_range_its_splitters_say(
+            mut splitters in prop::collection::vec(any::<u128>(), 0..40),
+            shared in any::<bool>(),
+            keys in prop::collection::vec(any::<u128>(), 1..200),
+        ) {
+            let squash = |k: u128| if shared { k >> 20 | 0xABC << 116 } else { k };
+            let mut splitters: Vec<u128> = splitters.drain(..).map(squash).collect();
+            splitters.sort_unstable();
+            let ranges = Ranges::new(splitters.clone());
+            prop_assert_eq!(ranges.len(), splitters.len() + 1);
+            for k in keys.into_iter().map(squash).chain(splitters.iter().copied()) {
+                prop_assert_eq!(ranges.of(k), splitters.partition_point(|&s| s < k));
+            }
+        }
+    }
+
+    #[test]
+    fn sampled_ranges_are_about_equal() {
+        let data = records(&SortSpec {
+            records: 200_000,
+            seed: 3,
+        });
+        let ranges = Ranges::sample(&data, 8);
+        assert_eq!(ranges.len(), 8);
+        let mut counts = vec![0usize; ranges.len()];
+        for (i, rec) in data.chunks_exact(RECORD_LEN).enumerate() {
+            counts[ranges.of(pack(rec, i))] += 1;
+        }
+        let even = 200_000 / 8;
+        for c in counts {
+            assert!(
+                c > even / 2 && c < even * 2,
+                "a range of {c} keys, {even} expected"
+            );
+        }
+    }
 
     #[test]
     fn records_have_the_gensort_layout() {

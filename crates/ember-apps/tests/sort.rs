@@ -1,10 +1,10 @@
 //! Sort on ember equals the sequential sort and rayon's parallel sort, is
 //! stable, and rejects inputs that are not whole records.
 
-use ember::{Error, RunOptions, Runtime};
+use ember::{Error, Input, RunOptions, Runtime};
 use ember_apps::sort::{
-    check_records, parallel_sort_into, records, sequential, sort_order, SortSpec, KEY_LEN,
-    RECORD_LEN,
+    check_records, parallel_sort_into, records, sequential, sort_order, sort_order_input, SortSpec,
+    KEY_LEN, RECORD_LEN,
 };
 
 const THREADS: [usize; 3] = [1, 2, 7];
@@ -51,18 +51,25 @@ fn check_all(data: &[u8]) {
                 split_size,
                 ..Default::default()
             };
-            let order = sort_order(&rt, data, &opts).unwrap();
-            assert_eq!(order.stats.output_pairs, (data.len() / RECORD_LEN) as u64);
-            let mut got = vec![0; data.len()];
-            order.gather_into(data, threads, &mut got);
-            assert!(
-                got == want,
-                "{threads} threads, split {split_size:?}: ember differs"
-            );
-            // Written in pieces: the same bytes.
-            let mut written = Vec::new();
-            order.write(data, threads, &mut written).unwrap();
-            assert!(written == want);
+            // Both plans: key ranges (in memory) and the p-way merge of
+            // sorted runs (any input).
+            let orders = [
+                sort_order(&rt, data, &opts).unwrap(),
+                sort_order_input(&rt, &Input::bytes(data), &opts).unwrap(),
+            ];
+            for (plan, order) in ["ranges", "merge"].into_iter().zip(orders) {
+                assert_eq!(order.len(), data.len() / RECORD_LEN);
+                let mut got = vec![0; data.len()];
+                order.gather_into(data, threads, &mut got);
+                assert!(
+                    got == want,
+                    "{plan}, {threads} threads, split {split_size:?}: ember differs"
+                );
+                // Written in pieces: the same bytes.
+                let mut written = Vec::new();
+                order.write(data, threads, &mut written).unwrap();
+                assert!(written == want, "{plan}: written differs");
+            }
         }
     }
 }

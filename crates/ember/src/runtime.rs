@@ -56,7 +56,10 @@ const RESERVE_CAP: usize = 4;
 /// Map output of at most this many entries (all workers) is reduced on the
 /// calling thread: waking the pool costs more than reducing a few thousand
 /// entries (k-means runs one job per iteration, each with a few hundred
-/// entries, and paid about 0.15 ms a job for the wake-ups).
+/// entries, and paid about 0.15 ms a job for the wake-ups). Only for
+/// combiners that fold ([`Combiner::FOLDS`]): a kept list per key can be
+/// any length (sort's reduce sorts a million keys per range), so such
+/// reduces always use the pool.
 const SMALL_REDUCE: usize = 1 << 12;
 
 /// A MapReduce runtime: a pool of worker threads and default settings,
@@ -507,7 +510,7 @@ impl Runtime {
             }))
             .map_err(|p| Error::panicked(Phase::Reduce, p))
         };
-        let runs: Vec<Result<Run<J>>> = if held <= SMALL_REDUCE {
+        let runs: Vec<Result<Run<J>>> = if held <= SMALL_REDUCE && J::Combiner::FOLDS {
             columns.into_iter().map(reduce).collect()
         } else {
             self.pool

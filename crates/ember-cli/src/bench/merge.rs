@@ -5,7 +5,7 @@
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use ember::{Input, MergeKind, RunOptions, Runtime, Stats};
-use ember_apps::sort::{sort_order, SortSpec};
+use ember_apps::sort::{sort_order_input, SortSpec};
 
 use super::{all_threads, median, timed, Report};
 use crate::sort::cached_records;
@@ -47,10 +47,10 @@ pub(crate) fn run(a: Args) -> Result<()> {
             };
             let mut stats = None;
             let t = timed(|| {
-                let order = sort_order(&rt, data, &opts)?;
+                let order = sort_order_input(&rt, &Input::bytes(data), &opts)?;
                 match &first_order {
-                    None => first_order = Some(order.keys.clone()),
-                    Some(o) if *o != order.keys => {
+                    None => first_order = Some(order.keys().collect::<Vec<_>>()),
+                    Some(o) if !o.iter().copied().eq(order.keys()) => {
                         bail!("the two merges ordered the records differently")
                     }
                     Some(_) => {}

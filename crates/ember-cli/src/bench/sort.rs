@@ -124,8 +124,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
     for (n, last) in [(1, last1), (all, lastn)] {
         if let Some(r) = last {
             println!(
-                "\nember, {n} thread(s), phases of the last run (map: keys extracted, each split sorted; merge: \
-                 the sorted runs merged, one p-way pass):\n{}\n\
+                "\nember, {n} thread(s), phases of the last run (map: keys extracted and routed to \
+                 sampled key ranges; reduce: each range sorted; merge: the ranges in order):\n{}\n\
                  gather    {:>10.3} s  (records copied in key order, after the run)",
                 r.stats, r.gather_secs
             );

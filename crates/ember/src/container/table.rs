@@ -68,7 +68,7 @@ impl<K: Key, S> Table<K, S> {
             .slots
             .as_ptr()
             .wrapping_add(hash as usize & self.mask());
-        prefetch_read(slot);
+        crate::prefetch(slot);
     }
 
     /// Folds `value` into the state of the probed key, inserting the key
@@ -246,18 +246,6 @@ impl<K, S> IntoIterator for Table<K, S> {
     fn into_iter(self) -> Self::IntoIter {
         self.slots.into_iter().flatten()
     }
-}
-
-#[inline(always)]
-fn prefetch_read<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint with no architectural effect: it never
-    // faults, even on an invalid address (and `p` points into our slots).
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// Asks the kernel to back a large allocation with transparent huge pages
