@@ -4,10 +4,28 @@
 use ember::Stats;
 
 /// Adds the stats of one more job to `total`: times, input bytes, splits
-/// and pair counts add up, per-worker task counts add up worker by worker,
-/// and the container names are joined when they differ.
+/// and pair counts add up, per-worker task counts and busy times add up
+/// worker by worker, the utilization is the mean weighted by map and
+/// reduce time, and the container names are joined when they differ (the
+/// ingest, container reason and mode are the first job's).
 pub fn add_stats(total: &mut Stats, s: &Stats) {
     let first = total.threads == 0;
+    let (was, adds) = (
+        total.map_secs + total.reduce_secs,
+        s.map_secs + s.reduce_secs,
+    );
+    if was + adds > 0.0 {
+        total.utilization = (total.utilization * was + s.utilization * adds) / (was + adds);
+    }
+    if first {
+        total.ingest = s.ingest.clone();
+        total.container_reason = s.container_reason.clone();
+        total.mode = s.mode.clone();
+        total.mode_reason = s.mode_reason.clone();
+    }
+    total.sample_secs += s.sample_secs;
+    add_by_worker(&mut total.map_busy_secs, &s.map_busy_secs);
+    add_by_worker(&mut total.reduce_busy_secs, &s.reduce_busy_secs);
     total.threads = s.threads;
     total.input_bytes += s.input_bytes;
     total.input_parts = total.input_parts.max(s.input_parts);
@@ -34,12 +52,12 @@ pub fn add_stats(total: &mut Stats, s: &Stats) {
     add_by_worker(&mut total.reduce_tasks, &s.reduce_tasks);
 }
 
-fn add_by_worker(total: &mut Vec<u64>, s: &[u64]) {
+fn add_by_worker<T: Copy + Default + std::ops::AddAssign>(total: &mut Vec<T>, s: &[T]) {
     if total.len() < s.len() {
-        total.resize(s.len(), 0);
+        total.resize(s.len(), T::default());
     }
     for (t, x) in total.iter_mut().zip(s) {
-        *t += x;
+        *t += *x;
     }
 }
 
@@ -72,5 +90,20 @@ mod tests {
         assert!(!t.reduce_skipped);
         assert_eq!(t.map_tasks, vec![6, 8]);
         assert_eq!(t.map_secs, 3.0);
+
+        let busy = |map: f64, u: f64| Stats {
+            threads: 2,
+            map_secs: map,
+            map_busy_secs: vec![map, map],
+            utilization: u,
+            ingest: "mmap".into(),
+            ..Stats::default()
+        };
+        let mut t = Stats::default();
+        add_stats(&mut t, &busy(1.0, 0.5));
+        add_stats(&mut t, &busy(3.0, 1.0));
+        assert_eq!(t.map_busy_secs, vec![4.0, 4.0]);
+        assert_eq!(t.utilization, 0.875);
+        assert_eq!(t.ingest, "mmap");
     }
 }

@@ -588,6 +588,9 @@ impl Runtime {
             input_parts: input.parts(),
             splits: if streamed { stats.splits } else { splits_len },
             container: "append".into(),
+            container_reason: "map-only job: each split's pairs appended to a plain vector \
+                               (SMR's array buffer)"
+                .into(),
             merge: merge_kind,
             reduce_skipped: true,
             mode: "map_only".into(),

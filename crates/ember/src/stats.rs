@@ -157,12 +157,17 @@ impl fmt::Display for Stats {
             }
         }
         writeln!(f, "total     {:>10.3} s", self.total_secs)?;
-        let sum = |v: &[f64]| v.iter().sum::<f64>();
+        // From 0.0: an empty float sum is -0.0.
+        let sum = |v: &[f64]| v.iter().fold(0.0, |a, b| a + b);
+        let reduce = if self.reduce_skipped {
+            "no reduce".to_string()
+        } else {
+            format!("reduce {:.3} s", sum(&self.reduce_busy_secs))
+        };
         writeln!(
             f,
-            "busy      map {:.3} s, reduce {:.3} s (all workers); utilization {:.1}%",
+            "busy      map {:.3} s, {reduce} (all workers); utilization {:.1}%",
             sum(&self.map_busy_secs),
-            sum(&self.reduce_busy_secs),
             100.0 * self.utilization
         )?;
         if let Some(p) = &self.pipeline {
