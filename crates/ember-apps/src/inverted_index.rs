@@ -284,6 +284,17 @@ impl Job for InvertedIndex<'_> {
         }
     }
 
+    /// Yes: partial posting lists may be joined in any order and at any
+    /// time, because `reduce` sorts and dedups the ids (a document whose
+    /// words a pipelined mapper handed off in two buffers leaves its id
+    /// twice, as a document split across workers does). The bound on
+    /// buffered bytes counts the buffers' tables, not the lists' heap
+    /// memory; a buffer is handed off after at most 16 ids per key on
+    /// average ([`ember::PipelineOptions`]), so its lists stay bounded too.
+    fn pipelinable(&self) -> bool {
+        true
+    }
+
     fn reduce(&self, _word: &Bytes, list: PostingList) -> Vec<DocId> {
         // One sorted run per worker that saw the word: the stable sort
         // merges runs rather than re-sorting.

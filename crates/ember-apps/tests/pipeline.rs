@@ -9,6 +9,7 @@ use ember_apps::inverted_index::{self, Docs};
 use ember_apps::kmeans::{self, Params};
 use ember_apps::linear_regression::{self, PointsSpec};
 use ember_apps::matrix::{self, Matrix, MatrixSpec};
+use ember_apps::sort;
 use ember_apps::text::{text, TextSpec};
 use ember_apps::wordcount::{sequential, WordCount};
 
@@ -95,14 +96,46 @@ fn kmeans_is_the_same_in_both_modes() {
 }
 
 #[test]
-fn inverted_index_falls_back_to_the_barrier_when_pipelined_is_asked() {
-    // Its posting lists grow with the values: the buffers' bound could not
-    // hold them, so the job does not declare itself pipelinable.
-    let data = corpus(50_000, 2_000, 6);
-    let input = Input::bytes(&data);
+fn inverted_index_is_the_same_in_both_modes() {
+    // Files mode: the corpus cut into 7 documents (files).
+    let dir = std::env::temp_dir().join(format!("ember-pipeline-docs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = corpus(20_000, 500, 8);
+    let files: Vec<_> = data
+        .chunks(data.len().div_ceil(7))
+        .enumerate()
+        .map(|(i, doc)| {
+            let f = dir.join(format!("doc{i}"));
+            std::fs::write(&f, doc).unwrap();
+            f
+        })
+        .collect();
+    let cases = [
+        (Input::files(&files).unwrap(), Docs::Files),
+        (Input::bytes(&data), Docs::Lines),
+        (Input::bytes(b"one two\ntwo three three\n"), Docs::Lines),
+    ];
+    for (input, docs) in &cases {
+        let index = assert_runs_agree(&[None, Some(700)], |rt, opts| {
+            let built = inverted_index::build(rt, input, *docs, opts).unwrap();
+            (built.index, built.stats)
+        });
+        let parts: Vec<&[u8]> = (0..input.parts()).map(|p| input.part_bytes(p)).collect();
+        assert_eq!(index, inverted_index::sequential(&parts, *docs).unwrap());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sort_falls_back_to_the_barrier_when_pipelined_is_asked() {
+    // Its reduce sorts a key range: not a combiner's state.
+    let data = sort::records(&sort::SortSpec {
+        records: 5_000,
+        seed: 9,
+    });
     assert_falls_back(|rt, opts| {
-        let built = inverted_index::build(rt, &input, Docs::Lines, opts).unwrap();
-        (built.index, built.stats)
+        let order = sort::sort_order(rt, &data, opts).unwrap();
+        (order.keys().collect::<Vec<_>>(), order.stats)
     });
 }
 

@@ -11,9 +11,9 @@
 //! - `histogram`: the RGB histogram workload on a generated BMP of about
 //!   the corpus' size (768 dense keys);
 //! - `invindex`: the inverted index workload (documents are lines) on the
-//!   first 32 MiB of the corpus; it is not pipelinable (its posting lists
-//!   grow with the values, which the pipeline's bound does not count), so
-//!   its pipelined row shows the fallback to the barrier;
+//!   first 32 MiB of the corpus (its posting lists are joined in any order
+//!   and sorted by reduce, so it can be pipelined; `Auto` keeps the barrier,
+//!   whose append container does not build a table on the map path);
 //! - `bytes`: a byte histogram of the corpus: 256 dense keys, the array
 //!   container's case in barrier mode;
 //! - `offsets`: every word keyed by its byte offset: unique keys, declared
