@@ -27,6 +27,9 @@ pub(crate) struct Args {
 
 /// `ember gen matmul`.
 #[derive(ClapArgs)]
+#[command(mut_arg("seed", |a| a.help(
+    "Random seed: the same arguments give the same bytes (use two seeds for A and B)"
+)))]
 pub(crate) struct GenArgs {
     /// Rows (and, unless --cols is given, columns): WORKLOADS.md uses 2048.
     #[arg(long, default_value_t = 2048)]
@@ -34,16 +37,8 @@ pub(crate) struct GenArgs {
     /// Columns, for a non-square matrix.
     #[arg(long)]
     cols: Option<u64>,
-    /// Values are drawn uniformly from 0..max.
-    #[arg(long, default_value_t = 1000)]
-    max: i32,
-    /// Random seed: the same arguments give the same bytes (use two seeds
-    /// for A and B).
-    #[arg(long, default_value_t = 7)]
-    seed: u64,
-    /// Output file (`-` for standard output).
-    #[arg(long, short = 'o')]
-    out: PathBuf,
+    #[command(flatten)]
+    matrix: numeric::GenArgs,
 }
 
 /// A factor (values uniform in 0..max) as a matrix spec.
@@ -54,8 +49,9 @@ pub(crate) fn factor_spec(rows: u64, cols: u64, max: i32, seed: u64) -> Result<M
 
 /// Runs `ember gen matmul`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
-    let spec = factor_spec(a.n, a.cols.unwrap_or(a.n), a.max, a.seed)?;
-    numeric::generate(&spec, &a.out)
+    let cols = a.cols.unwrap_or(a.n);
+    a.matrix
+        .generate(|max, seed| factor_spec(a.n, cols, max, seed))
 }
 
 /// Runs `ember matrix-multiply`.

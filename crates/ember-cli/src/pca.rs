@@ -34,15 +34,8 @@ pub(crate) struct GenArgs {
     /// Columns (observations per variable).
     #[arg(long, default_value_t = 2500)]
     cols: u64,
-    /// Values are drawn uniformly from 0..max.
-    #[arg(long, default_value_t = 1000)]
-    max: i32,
-    /// Random seed: the same arguments give the same bytes.
-    #[arg(long, default_value_t = 7)]
-    seed: u64,
-    /// Output file (`-` for standard output).
-    #[arg(long, short = 'o')]
-    out: PathBuf,
+    #[command(flatten)]
+    matrix: numeric::GenArgs,
 }
 
 /// The PCA input matrix (values uniform in 0..max) as a matrix spec.
@@ -53,7 +46,8 @@ pub(crate) fn matrix_spec(rows: u64, cols: u64, max: i32, seed: u64) -> Result<M
 
 /// Runs `ember gen pca`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
-    numeric::generate(&matrix_spec(a.rows, a.cols, a.max, a.seed)?, &a.out)
+    a.matrix
+        .generate(|max, seed| matrix_spec(a.rows, a.cols, max, seed))
 }
 
 /// Runs `ember pca`.
