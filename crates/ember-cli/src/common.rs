@@ -87,6 +87,18 @@ impl RunArgs {
         Ok(ember::Input::open(files, self.ingest)?)
     }
 
+    /// Ends a command's summary on `out` with a line of the input size and
+    /// the time, then [`report`](Self::report)s.
+    pub(crate) fn finish(&self, out: &mut impl Write, stats: &Stats) -> Result<()> {
+        writeln!(
+            out,
+            "# {:.1} MB in {:.3} s",
+            stats.input_bytes as f64 / 1e6,
+            stats.total_secs
+        )?;
+        self.report(stats)
+    }
+
     /// Prints and/or writes the stats, as asked.
     pub(crate) fn report(&self, stats: &Stats) -> Result<()> {
         if self.stats {

@@ -23,12 +23,7 @@ pub(crate) struct Args {
 
 /// Runs `ember bench merge`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let spec = SortSpec {
-        records: a.records,
-        ..SortSpec::default()
-    };
-    let file = cached_records(&spec)?;
-    let input = Input::file(&file)?;
+    let input = Input::file(&cached_records(a.records)?)?;
     let data = input.part_bytes(0);
     let rt = Runtime::builder()
         .threads(all_threads(a.bench.threads))
@@ -68,7 +63,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     Report {
         title: format!(
             "merge: sort of {} records ({:.0} MB), {} threads, median of {} runs (whole sort job; merge phase alone: concat-sort {:.3} s, p-way {:.3} s, {:.2}x)",
-            spec.records,
+            a.records,
             data.len() as f64 / 1e6,
             rt.threads(),
             a.bench.runs.max(1),

@@ -46,12 +46,7 @@ struct EmberRun {
 
 /// Runs `ember bench sort`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let spec = SortSpec {
-        records: a.records,
-        ..SortSpec::default()
-    };
-    let file = cached_records(&spec)?;
-    let input = Input::file(&file)?;
+    let input = Input::file(&cached_records(a.records)?)?;
     let data = input.part_bytes(0);
     let all = all_threads(a.bench.threads);
     // Warm the mapping; the untimed first sequential run is the oracle.
@@ -107,7 +102,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     Report {
         title: format!(
             "sort, {} records of {RECORD_LEN} bytes ({:.1} MB), median of {} runs",
-            spec.records,
+            a.records,
             data.len() as f64 / 1e6,
             a.bench.runs.max(1)
         ),
