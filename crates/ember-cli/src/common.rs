@@ -197,6 +197,21 @@ pub(crate) fn create_output(path: &Path) -> Result<Box<dyn Write>> {
     Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, f)))
 }
 
+/// Writes to `path` (`-`: standard output) with `write`, if there is a
+/// path.
+pub(crate) fn write_output(
+    path: Option<&Path>,
+    write: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    let mut w = create_output(path)?;
+    write(&mut *w)?;
+    w.flush()
+        .with_context(|| format!("cannot write '{}'", path.display()))
+}
+
 /// Fails on an empty list of input files.
 pub(crate) fn need_files(files: &[PathBuf]) -> Result<()> {
     if files.is_empty() {

@@ -8,7 +8,7 @@ use clap::Args as ClapArgs;
 use ember::Input;
 use ember_apps::histogram::{self, BmpSpec, Counts, CHANNELS};
 
-use crate::common::{create_output, RunArgs};
+use crate::common::{write_output, RunArgs};
 use crate::genfile;
 
 /// `ember histogram`.
@@ -82,14 +82,12 @@ pub(crate) fn count(
 pub(crate) fn run(a: Args) -> Result<()> {
     let rt = a.run.runtime()?;
     let (counts, stats) = count(&rt, &a.file, &a.run.options())?;
-    if let Some(path) = &a.output {
-        let mut w = create_output(path)?;
+    write_output(a.output.as_deref(), |w| {
         for (key, n) in counts.iter().enumerate() {
             writeln!(w, "{}\t{}\t{n}", CHANNELS[key / 256], key % 256)?;
         }
-        w.flush()
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
-    }
+        Ok(())
+    })?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

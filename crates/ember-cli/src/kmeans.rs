@@ -3,12 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember_apps::kmeans::{self, Clustering, Params};
 use ember_apps::matrix::MatrixSpec;
 
-use crate::common::{create_output, RunArgs};
+use crate::common::{write_output, RunArgs};
 use crate::numeric;
 
 /// `ember kmeans`.
@@ -89,12 +89,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             );
         }
     })?;
-    if let Some(path) = &a.output {
-        let mut w = create_output(path)?;
-        write_clusters(&c, &mut w)?;
-        w.flush()
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
-    }
+    write_output(a.output.as_deref(), |w| write_clusters(&c, w))?;
     summarize(&c, points.rows, stats.total_secs);
     a.run.report(&stats)
 }

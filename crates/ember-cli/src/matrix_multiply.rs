@@ -1,14 +1,13 @@
 //! `ember matrix-multiply` and `ember gen matmul`.
 
-use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember_apps::matrix::{self, MatrixSpec};
 use ember_apps::matrix_multiply::{self, Product};
 
-use crate::common::{create_output, RunArgs};
+use crate::common::{write_output, RunArgs};
 use crate::numeric;
 
 /// `ember matrix-multiply`.
@@ -60,12 +59,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let (ma, mb) = (numeric::matrix(&ia)?, numeric::matrix(&ib)?);
     let rt = a.run.runtime()?;
     let (c, stats) = matrix_multiply::run(&rt, &ma, &mb, &a.run.options())?;
-    if let Some(path) = &a.output {
-        let mut w = create_output(path)?;
-        matrix::write(c.rows, c.cols, &c.values(), &mut w)?;
-        w.flush()
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
-    }
+    write_output(a.output.as_deref(), |mut w| {
+        Ok(matrix::write(c.rows, c.cols, &c.values(), &mut w)?)
+    })?;
     summarize(&c, ma.cols, stats.total_secs);
     a.run.report(&stats)
 }

@@ -3,12 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember_apps::matrix::MatrixSpec;
 use ember_apps::pca::{self, Pca};
 
-use crate::common::{create_output, RunArgs};
+use crate::common::{write_output, RunArgs};
 use crate::numeric;
 
 /// `ember pca`.
@@ -56,12 +56,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let m = numeric::matrix(&input)?;
     let rt = a.run.runtime()?;
     let (p, stats) = pca::run(&rt, &m, &a.run.options())?;
-    if let Some(path) = &a.output {
-        let mut w = create_output(path)?;
-        write_results(&p, &mut w)?;
-        w.flush()
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
-    }
+    write_output(a.output.as_deref(), |w| write_results(&p, w))?;
     summarize(&p, stats.total_secs);
     a.run.report(&stats)
 }
