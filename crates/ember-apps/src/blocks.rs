@@ -8,10 +8,11 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
-/// Blocks generated in parallel before they are written out in order...
+/// Blocks generated in parallel before they are written out in order, at
+/// most.
 const BATCH: u64 = 32;
-/// ...unless that many would hold more than this many bytes (sort's 6.5 MB
-/// blocks: 16 at a time).
+/// Bytes generated in parallel before they are written out, at most (of
+/// sort's 6.5 MB blocks, 16 at a time).
 const BATCH_BYTES: u64 = 100 << 20;
 
 /// The random stream of one block: `seed` and `stream` mixed (SplitMix64's

@@ -102,10 +102,10 @@ pub fn write_records(
     out: &mut impl Write,
     progress: impl FnMut(u64),
 ) -> io::Result<()> {
-    let len = RECORD_LEN as u64;
+    let rec = RECORD_LEN as u64;
     blocks::write_blocks(
-        spec.records * len,
-        BLOCK_RECORDS * len,
+        spec.records * rec,
+        BLOCK_RECORDS * rec,
         out,
         progress,
         |b, len| block(spec, b, len),
