@@ -8,8 +8,12 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
-/// Blocks generated in parallel before they are written out in order.
+/// Blocks generated in parallel before they are written out in order, at
+/// most.
 const BATCH: u64 = 32;
+/// Bytes generated in parallel before they are written out, at most (of
+/// sort's 6.5 MB blocks, 16 at a time).
+const BATCH_BYTES: u64 = 100 << 20;
 
 /// The random stream of one block: `seed` and `stream` mixed (SplitMix64's
 /// finalizer) into the seed of a fresh generator.
@@ -22,8 +26,9 @@ pub(crate) fn rng(seed: u64, stream: u64) -> Xoshiro256PlusPlus {
 
 /// Writes `total` bytes made of blocks of `block` bytes (the last one may be
 /// shorter): `make(index, len)` returns block `index`, exactly `len` bytes.
-/// Blocks are made in parallel batches and written in order; `progress`
-/// gets the bytes written so far.
+/// Blocks are made in parallel batches (`BATCH` blocks, fewer if they would
+/// exceed `BATCH_BYTES`) and written in order; `progress` gets the bytes
+/// written so far.
 pub(crate) fn write_blocks(
     total: u64,
     block: u64,
@@ -33,9 +38,10 @@ pub(crate) fn write_blocks(
 ) -> io::Result<()> {
     let block = block.max(1);
     let blocks = total.div_ceil(block);
+    let batch = (BATCH_BYTES / block).clamp(1, BATCH);
     let mut written = 0;
-    for first in (0..blocks).step_by(BATCH as usize) {
-        let last = (first + BATCH).min(blocks);
+    for first in (0..blocks).step_by(batch as usize) {
+        let last = (first + batch).min(blocks);
         let data: Vec<Vec<u8>> = (first..last)
             .into_par_iter()
             .map(|b| {

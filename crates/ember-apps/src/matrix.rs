@@ -10,8 +10,8 @@ use std::io::{self, Write};
 
 use ember::{Error, Result};
 use rand::Rng;
-use rayon::prelude::*;
 
+use crate::blocks;
 use crate::text::rng_for;
 
 /// The first 8 bytes of a matrix file.
@@ -191,28 +191,18 @@ pub fn write_matrix(
         ));
     }
     out.write_all(&header(spec.rows, spec.cols))?;
-    let total = spec.rows * spec.cols;
-    let blocks = total.div_ceil(BLOCK_VALUES);
-    let mut written = HEADER_BYTES as u64;
-    for first in (0..blocks).step_by(32) {
-        let last = (first + 32).min(blocks);
-        let data: Vec<Vec<u8>> = (first..last)
-            .into_par_iter()
-            .map(|b| {
-                let n = BLOCK_VALUES.min(total - b * BLOCK_VALUES);
-                let mut r = rng_for(spec.seed, b);
-                (0..n)
-                    .flat_map(|_| r.gen_range(spec.lo..spec.hi).to_le_bytes())
-                    .collect()
-            })
-            .collect();
-        for d in data {
-            out.write_all(&d)?;
-            written += d.len() as u64;
-        }
-        progress(written);
-    }
-    Ok(())
+    blocks::write_blocks(
+        4 * spec.rows * spec.cols,
+        4 * BLOCK_VALUES,
+        out,
+        |n| progress(n + HEADER_BYTES as u64),
+        |b, len| {
+            let mut r = rng_for(spec.seed, b);
+            (0..len / 4)
+                .flat_map(|_| r.gen_range(spec.lo..spec.hi).to_le_bytes())
+                .collect()
+        },
+    )
 }
 
 /// The matrix file of `spec` in memory (for tests and small inputs).

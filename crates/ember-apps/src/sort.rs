@@ -34,6 +34,7 @@ use ember::{
 use rand::Rng;
 use rayon::prelude::*;
 
+use crate::blocks;
 use crate::text::rng_for;
 
 /// Bytes per record.
@@ -82,12 +83,11 @@ fn record(row: u64, r: &mut impl Rng, out: &mut [u8]) {
     out[96..100].copy_from_slice(&[0xCC, 0xDD, 0xEE, 0xFF]);
 }
 
-/// The records of block `b`.
-fn block(spec: &SortSpec, b: u64) -> Vec<u8> {
+/// The records of block `b`, `len` bytes of them.
+fn block(spec: &SortSpec, b: u64, len: usize) -> Vec<u8> {
     let first = b * BLOCK_RECORDS;
-    let n = BLOCK_RECORDS.min(spec.records - first) as usize;
     let mut r = rng_for(spec.seed, b);
-    let mut out = vec![0u8; n * RECORD_LEN];
+    let mut out = vec![0u8; len];
     for (i, rec) in out.chunks_exact_mut(RECORD_LEN).enumerate() {
         record(first + i as u64, &mut r, rec);
     }
@@ -100,24 +100,16 @@ fn block(spec: &SortSpec, b: u64) -> Vec<u8> {
 pub fn write_records(
     spec: &SortSpec,
     out: &mut impl Write,
-    mut progress: impl FnMut(u64),
+    progress: impl FnMut(u64),
 ) -> io::Result<()> {
-    let blocks = spec.records.div_ceil(BLOCK_RECORDS);
-    let batch = 16;
-    let mut written = 0;
-    for first in (0..blocks).step_by(batch) {
-        let last = (first + batch as u64).min(blocks);
-        let data: Vec<Vec<u8>> = (first..last)
-            .into_par_iter()
-            .map(|b| block(spec, b))
-            .collect();
-        for d in data {
-            out.write_all(&d)?;
-            written += d.len() as u64;
-        }
-        progress(written);
-    }
-    Ok(())
+    let rec = RECORD_LEN as u64;
+    blocks::write_blocks(
+        spec.records * rec,
+        BLOCK_RECORDS * rec,
+        out,
+        progress,
+        |b, len| block(spec, b, len),
+    )
 }
 
 /// The records in memory (for tests and small inputs).

@@ -10,7 +10,8 @@ use std::io::{self, Write};
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use rayon::prelude::*;
+
+use crate::blocks;
 
 /// What to generate.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,28 +125,12 @@ impl Vocab {
 pub fn write_text(
     spec: &TextSpec,
     out: &mut impl Write,
-    mut progress: impl FnMut(u64),
+    progress: impl FnMut(u64),
 ) -> io::Result<()> {
     let vocab = Vocab::new(spec);
-    let blocks = spec.size.div_ceil(BLOCK);
-    let batch = 32;
-    let mut written = 0;
-    for first in (0..blocks).step_by(batch) {
-        let last = (first + batch as u64).min(blocks);
-        let data: Vec<Vec<u8>> = (first..last)
-            .into_par_iter()
-            .map(|b| {
-                let len = BLOCK.min(spec.size - b * BLOCK) as usize;
-                vocab.block(spec.seed, b, len)
-            })
-            .collect();
-        for d in data {
-            out.write_all(&d)?;
-            written += d.len() as u64;
-        }
-        progress(written);
-    }
-    Ok(())
+    blocks::write_blocks(spec.size, BLOCK, out, progress, |b, len| {
+        vocab.block(spec.seed, b, len)
+    })
 }
 
 /// The corpus in memory (for tests and small inputs).

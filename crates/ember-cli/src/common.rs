@@ -87,6 +87,18 @@ impl RunArgs {
         Ok(ember::Input::open(files, self.ingest)?)
     }
 
+    /// Ends a command's summary on `out` with a line of the input size and
+    /// the time, then [`report`](Self::report)s.
+    pub(crate) fn finish(&self, out: &mut impl Write, stats: &Stats) -> Result<()> {
+        writeln!(
+            out,
+            "# {:.1} MB in {:.3} s",
+            stats.input_bytes as f64 / 1e6,
+            stats.total_secs
+        )?;
+        self.report(stats)
+    }
+
     /// Prints and/or writes the stats, as asked.
     pub(crate) fn report(&self, stats: &Stats) -> Result<()> {
         if self.stats {
@@ -183,6 +195,21 @@ pub(crate) fn create_output(path: &Path) -> Result<Box<dyn Write>> {
     let f = std::fs::File::create(path)
         .with_context(|| format!("cannot create '{}'", path.display()))?;
     Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, f)))
+}
+
+/// Writes to `path` (`-`: standard output) with `write`, if there is a
+/// path.
+pub(crate) fn write_output(
+    path: Option<&Path>,
+    write: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    let mut w = create_output(path)?;
+    write(&mut *w)?;
+    w.flush()
+        .with_context(|| format!("cannot write '{}'", path.display()))
 }
 
 /// Fails on an empty list of input files.

@@ -1,14 +1,14 @@
 //! `ember gen`: reproducible inputs for the workloads.
 
+use std::io::Write;
 use std::path::PathBuf;
-
-use std::io::Write as _;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use ember_apps::text::{write_text, TextSpec};
 
-use crate::common::{create_output, parse_size, progress};
+use crate::common::parse_size;
+use crate::genfile;
 
 /// The generators.
 #[derive(Subcommand)]
@@ -75,12 +75,8 @@ pub(crate) fn run(g: Gen) -> Result<()> {
     match g {
         Gen::Text(a) => {
             let spec = a.spec()?;
-            let mut out = create_output(&a.out)?;
-            let bar = progress(spec.size, "generating text");
-            write_text(&spec, &mut out, |n| bar.set_position(n))?;
-            out.flush()?;
-            bar.finish_and_clear();
-            Ok(())
+            let write = writer(&spec);
+            genfile::write_file(&a.out, spec.size, "generating text", &write)
         }
         Gen::Histogram(a) => crate::histogram::gen(a),
         Gen::Linreg(a) => crate::linear_regression::gen(a),
@@ -93,19 +89,18 @@ pub(crate) fn run(g: Gen) -> Result<()> {
     }
 }
 
+/// The generator of `spec`, for [`genfile`].
+fn writer(
+    spec: &TextSpec,
+) -> impl Fn(&mut dyn Write, &mut dyn FnMut(u64)) -> std::io::Result<()> + '_ {
+    move |mut w, p| write_text(spec, &mut w, p)
+}
+
 /// Generates (once) a cached text corpus and returns its path.
 pub(crate) fn cached_text(spec: &TextSpec) -> Result<PathBuf> {
-    let path = crate::common::cache_dir()?.join(format!(
+    let name = format!(
         "text-{}-v{}-z{}-s{}.txt",
         spec.size, spec.vocab, spec.zipf, spec.seed
-    ));
-    crate::common::cached(&path, |f| {
-        let bar = progress(spec.size, "generating text (cached for next time)");
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        write_text(spec, &mut w, |n| bar.set_position(n))?;
-        std::io::Write::flush(&mut w)?;
-        bar.finish_and_clear();
-        Ok(())
-    })?;
-    Ok(path)
+    );
+    genfile::cached_file(&name, spec.size, "generating text", &writer(spec))
 }

@@ -8,7 +8,7 @@ use clap::Args as ClapArgs;
 use ember::Input;
 use ember_apps::histogram::{self, BmpSpec, Counts, CHANNELS};
 
-use crate::common::{create_output, RunArgs};
+use crate::common::{write_output, RunArgs};
 use crate::genfile;
 
 /// `ember histogram`.
@@ -82,14 +82,12 @@ pub(crate) fn count(
 pub(crate) fn run(a: Args) -> Result<()> {
     let rt = a.run.runtime()?;
     let (counts, stats) = count(&rt, &a.file, &a.run.options())?;
-    if let Some(path) = &a.output {
-        let mut w = create_output(path)?;
+    write_output(a.output.as_deref(), |w| {
         for (key, n) in counts.iter().enumerate() {
             writeln!(w, "{}\t{}\t{n}", CHANNELS[key / 256], key % 256)?;
         }
-        w.flush()
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
-    }
+        Ok(())
+    })?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -112,11 +110,5 @@ pub(crate) fn run(a: Args) -> Result<()> {
             present().next_back().map_or("-".into(), |v| v.to_string()),
         )?;
     }
-    writeln!(
-        out,
-        "# {:.1} MB in {:.3} s",
-        stats.input_bytes as f64 / 1e6,
-        stats.total_secs
-    )?;
-    a.run.report(&stats)
+    a.run.finish(&mut out, &stats)
 }

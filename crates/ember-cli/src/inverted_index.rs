@@ -1,6 +1,5 @@
 //! `ember inverted-index` and `ember gen docs`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -8,7 +7,7 @@ use clap::Args as ClapArgs;
 use ember_apps::inverted_index::{build, write_docs, write_index, Docs};
 use ember_apps::text::TextSpec;
 
-use crate::common::{cache_dir, create_output, progress, RunArgs};
+use crate::common::{cache_dir, progress, write_output, RunArgs};
 use crate::gen::TextArgs;
 
 /// `ember inverted-index`.
@@ -101,20 +100,15 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let rt = a.run.runtime()?;
     let docs = if a.lines { Docs::Lines } else { Docs::Files };
     let built = build(&rt, &input, docs, &a.run.options())?;
-    if let Some(path) = &a.output {
-        let mut w = create_output(path)?;
-        write_index(&built.index, &mut w)?;
-        w.flush()
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
-    }
-    if let Some(path) = &a.doc_list {
-        let mut w = create_output(path)?;
+    write_output(a.output.as_deref(), |mut w| {
+        Ok(write_index(&built.index, &mut w)?)
+    })?;
+    write_output(a.doc_list.as_deref(), |w| {
         for (id, p) in paths.iter().enumerate() {
             writeln!(w, "{id}\t{}", p.display())?;
         }
-        w.flush()
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
-    }
+        Ok(())
+    })?;
     let postings: usize = built.index.iter().map(|(_, ids)| ids.len()).sum();
     let numbering = built.numbering.as_ref().map_or(0.0, |s| s.total_secs);
     eprintln!(

@@ -3,12 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember_apps::kmeans::{self, Clustering, Params};
 use ember_apps::matrix::MatrixSpec;
 
-use crate::common::{create_output, RunArgs};
+use crate::common::{write_output, RunArgs};
 use crate::numeric;
 
 /// `ember kmeans`.
@@ -52,6 +52,7 @@ impl ParamArgs {
 
 /// `ember gen kmeans`.
 #[derive(ClapArgs)]
+#[command(mut_arg("max", |a| a.help("Coordinates are drawn uniformly from 0..max")))]
 pub(crate) struct GenArgs {
     /// Number of points.
     #[arg(long, default_value_t = 500_000)]
@@ -59,15 +60,8 @@ pub(crate) struct GenArgs {
     /// Dimensions of a point.
     #[arg(long, default_value_t = 3)]
     dims: u64,
-    /// Coordinates are drawn uniformly from 0..max.
-    #[arg(long, default_value_t = 1000)]
-    max: i32,
-    /// Random seed: the same arguments give the same bytes.
-    #[arg(long, default_value_t = 7)]
-    seed: u64,
-    /// Output file (`-` for standard output).
-    #[arg(long, short = 'o')]
-    out: PathBuf,
+    #[command(flatten)]
+    matrix: numeric::GenArgs,
 }
 
 /// The WORKLOADS.md points (uniform in 0..max) as a matrix spec.
@@ -78,7 +72,8 @@ pub(crate) fn points_spec(points: u64, dims: u64, max: i32, seed: u64) -> Result
 
 /// Runs `ember gen kmeans`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
-    numeric::generate(&points_spec(a.points, a.dims, a.max, a.seed)?, &a.out)
+    a.matrix
+        .generate(|max, seed| points_spec(a.points, a.dims, max, seed))
 }
 
 /// Runs `ember kmeans`.
@@ -94,12 +89,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             );
         }
     })?;
-    if let Some(path) = &a.output {
-        let mut w = create_output(path)?;
-        write_clusters(&c, &mut w)?;
-        w.flush()
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
-    }
+    write_output(a.output.as_deref(), |w| write_clusters(&c, w))?;
     summarize(&c, points.rows, stats.total_secs);
     a.run.report(&stats)
 }

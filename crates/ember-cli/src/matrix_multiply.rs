@@ -1,14 +1,13 @@
 //! `ember matrix-multiply` and `ember gen matmul`.
 
-use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember_apps::matrix::{self, MatrixSpec};
 use ember_apps::matrix_multiply::{self, Product};
 
-use crate::common::{create_output, RunArgs};
+use crate::common::{write_output, RunArgs};
 use crate::numeric;
 
 /// `ember matrix-multiply`.
@@ -27,6 +26,9 @@ pub(crate) struct Args {
 
 /// `ember gen matmul`.
 #[derive(ClapArgs)]
+#[command(mut_arg("seed", |a| a.help(
+    "Random seed: the same arguments give the same bytes (use two seeds for A and B)"
+)))]
 pub(crate) struct GenArgs {
     /// Rows (and, unless --cols is given, columns): WORKLOADS.md uses 2048.
     #[arg(long, default_value_t = 2048)]
@@ -34,16 +36,8 @@ pub(crate) struct GenArgs {
     /// Columns, for a non-square matrix.
     #[arg(long)]
     cols: Option<u64>,
-    /// Values are drawn uniformly from 0..max.
-    #[arg(long, default_value_t = 1000)]
-    max: i32,
-    /// Random seed: the same arguments give the same bytes (use two seeds
-    /// for A and B).
-    #[arg(long, default_value_t = 7)]
-    seed: u64,
-    /// Output file (`-` for standard output).
-    #[arg(long, short = 'o')]
-    out: PathBuf,
+    #[command(flatten)]
+    matrix: numeric::GenArgs,
 }
 
 /// A factor (values uniform in 0..max) as a matrix spec.
@@ -54,8 +48,9 @@ pub(crate) fn factor_spec(rows: u64, cols: u64, max: i32, seed: u64) -> Result<M
 
 /// Runs `ember gen matmul`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
-    let spec = factor_spec(a.n, a.cols.unwrap_or(a.n), a.max, a.seed)?;
-    numeric::generate(&spec, &a.out)
+    let cols = a.cols.unwrap_or(a.n);
+    a.matrix
+        .generate(|max, seed| factor_spec(a.n, cols, max, seed))
 }
 
 /// Runs `ember matrix-multiply`.
@@ -64,12 +59,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let (ma, mb) = (numeric::matrix(&ia)?, numeric::matrix(&ib)?);
     let rt = a.run.runtime()?;
     let (c, stats) = matrix_multiply::run(&rt, &ma, &mb, &a.run.options())?;
-    if let Some(path) = &a.output {
-        let mut w = create_output(path)?;
-        matrix::write(c.rows, c.cols, &c.values(), &mut w)?;
-        w.flush()
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
-    }
+    write_output(a.output.as_deref(), |mut w| {
+        Ok(matrix::write(c.rows, c.cols, &c.values(), &mut w)?)
+    })?;
     summarize(&c, ma.cols, stats.total_secs);
     a.run.report(&stats)
 }

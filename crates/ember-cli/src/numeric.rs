@@ -1,43 +1,54 @@
 //! What the numeric workloads' commands share: matrix files (generating,
 //! caching, opening) and their generator arguments.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use clap::Args as ClapArgs;
 use ember::Input;
 use ember_apps::matrix::{write_matrix, Matrix, MatrixSpec};
 
-use crate::common::{cache_dir, cached, create_output, progress};
+use crate::genfile;
 
-/// Writes the matrix of `spec` to `out` (`-`: standard output).
-pub(crate) fn generate(spec: &MatrixSpec, out: &Path) -> Result<()> {
-    let mut w = create_output(out)?;
-    let bar = progress(spec.file_bytes(), "generating matrix");
-    write_matrix(spec, &mut w, |n| bar.set_position(n))?;
-    w.flush()?;
-    bar.finish_and_clear();
-    Ok(())
+/// The arguments of `ember gen kmeans`, `pca` and `matmul` besides the
+/// shape: the values, the seed and the output file.
+#[derive(ClapArgs)]
+pub(crate) struct GenArgs {
+    /// Values are drawn uniformly from 0..max.
+    #[arg(long, default_value_t = 1000)]
+    max: i32,
+    /// Random seed: the same arguments give the same bytes.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Output file (`-` for standard output).
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+}
+
+impl GenArgs {
+    /// Writes the matrix `spec(max, seed)` describes to the output file.
+    pub(crate) fn generate(&self, spec: impl FnOnce(i32, u64) -> Result<MatrixSpec>) -> Result<()> {
+        let spec = spec(self.max, self.seed)?;
+        let write = writer(&spec);
+        genfile::write_file(&self.out, spec.file_bytes(), "generating matrix", &write)
+    }
+}
+
+/// The generator of `spec`, for [`genfile`].
+fn writer(
+    spec: &MatrixSpec,
+) -> impl Fn(&mut dyn Write, &mut dyn FnMut(u64)) -> std::io::Result<()> + '_ {
+    move |mut w, p| write_matrix(spec, &mut w, p)
 }
 
 /// Generates (once) a cached matrix file and returns its path.
 pub(crate) fn cached_matrix(spec: &MatrixSpec) -> Result<PathBuf> {
-    let path = cache_dir()?.join(format!(
+    let name = format!(
         "matrix-{}x{}-v{}..{}-s{}.mat",
         spec.rows, spec.cols, spec.lo, spec.hi, spec.seed
-    ));
-    cached(&path, |f| {
-        let bar = progress(
-            spec.file_bytes(),
-            "generating matrix (cached for next time)",
-        );
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        write_matrix(spec, &mut w, |n| bar.set_position(n))?;
-        w.flush()?;
-        bar.finish_and_clear();
-        Ok(())
-    })?;
-    Ok(path)
+    );
+    genfile::cached_file(&name, spec.file_bytes(), "generating matrix", &writer(spec))
 }
 
 /// Memory-maps a matrix file; [`matrix`] reads its header.

@@ -3,12 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember_apps::matrix::MatrixSpec;
 use ember_apps::pca::{self, Pca};
 
-use crate::common::{create_output, RunArgs};
+use crate::common::{write_output, RunArgs};
 use crate::numeric;
 
 /// `ember pca`.
@@ -34,15 +34,8 @@ pub(crate) struct GenArgs {
     /// Columns (observations per variable).
     #[arg(long, default_value_t = 2500)]
     cols: u64,
-    /// Values are drawn uniformly from 0..max.
-    #[arg(long, default_value_t = 1000)]
-    max: i32,
-    /// Random seed: the same arguments give the same bytes.
-    #[arg(long, default_value_t = 7)]
-    seed: u64,
-    /// Output file (`-` for standard output).
-    #[arg(long, short = 'o')]
-    out: PathBuf,
+    #[command(flatten)]
+    matrix: numeric::GenArgs,
 }
 
 /// The PCA input matrix (values uniform in 0..max) as a matrix spec.
@@ -53,7 +46,8 @@ pub(crate) fn matrix_spec(rows: u64, cols: u64, max: i32, seed: u64) -> Result<M
 
 /// Runs `ember gen pca`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
-    numeric::generate(&matrix_spec(a.rows, a.cols, a.max, a.seed)?, &a.out)
+    a.matrix
+        .generate(|max, seed| matrix_spec(a.rows, a.cols, max, seed))
 }
 
 /// Runs `ember pca`.
@@ -62,12 +56,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let m = numeric::matrix(&input)?;
     let rt = a.run.runtime()?;
     let (p, stats) = pca::run(&rt, &m, &a.run.options())?;
-    if let Some(path) = &a.output {
-        let mut w = create_output(path)?;
-        write_results(&p, &mut w)?;
-        w.flush()
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
-    }
+    write_output(a.output.as_deref(), |w| write_results(&p, w))?;
     summarize(&p, stats.total_secs);
     a.run.report(&stats)
 }

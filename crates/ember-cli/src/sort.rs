@@ -8,7 +8,8 @@ use clap::Args as ClapArgs;
 use ember::Input;
 use ember_apps::sort::{sort_order, write_records, SortSpec, RECORD_LEN};
 
-use crate::common::{cache_dir, cached, create_output, progress, RunArgs};
+use crate::common::{create_output, RunArgs};
+use crate::genfile;
 
 /// `ember sort`.
 #[derive(ClapArgs)]
@@ -57,33 +58,29 @@ pub(crate) fn run(a: Args) -> Result<()> {
     a.run.report(&order.stats)
 }
 
+/// The generator of `spec`, for [`genfile`].
+fn writer(spec: SortSpec) -> impl Fn(&mut dyn Write, &mut dyn FnMut(u64)) -> std::io::Result<()> {
+    move |mut w, p| write_records(&spec, &mut w, p)
+}
+
 /// Runs `ember gen sort`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
     let spec = SortSpec {
         records: a.records,
         seed: a.seed,
     };
-    let mut out = create_output(&a.out)?;
-    let bar = progress(spec.records * RECORD_LEN as u64, "generating records");
-    write_records(&spec, &mut out, |n| bar.set_position(n))?;
-    out.flush()?;
-    bar.finish_and_clear();
-    Ok(())
+    let size = spec.records * RECORD_LEN as u64;
+    genfile::write_file(&a.out, size, "generating records", &writer(spec))
 }
 
-/// Generates (once) a cached record file and returns its path.
-pub(crate) fn cached_records(spec: &SortSpec) -> Result<PathBuf> {
-    let path = cache_dir()?.join(format!("sort-{}-s{}.dat", spec.records, spec.seed));
-    cached(&path, |f| {
-        let bar = progress(
-            spec.records * RECORD_LEN as u64,
-            "generating records (cached for next time)",
-        );
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        write_records(spec, &mut w, |n| bar.set_position(n))?;
-        w.flush()?;
-        bar.finish_and_clear();
-        Ok(())
-    })?;
-    Ok(path)
+/// Generates (once) a cached file of `records` records (the default seed)
+/// and returns its path.
+pub(crate) fn cached_records(records: u64) -> Result<PathBuf> {
+    let spec = SortSpec {
+        records,
+        ..SortSpec::default()
+    };
+    let name = format!("sort-{}-s{}.dat", spec.records, spec.seed);
+    let size = spec.records * RECORD_LEN as u64;
+    genfile::cached_file(&name, size, "generating records", &writer(spec))
 }

@@ -105,11 +105,5 @@ pub(crate) fn run(a: Args) -> Result<()> {
         }
         writeln!(out)?;
     }
-    writeln!(
-        out,
-        "# {:.1} MB in {:.3} s",
-        stats.input_bytes as f64 / 1e6,
-        stats.total_secs
-    )?;
-    a.run.report(&stats)
+    a.run.finish(&mut out, &stats)
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::Result;
 use ember::{Input, Runtime, Stats};
 
-use super::{all_threads, interleaved, timed, Report};
+use super::{all_threads, interleaved, timed, BenchArgs, Report};
 
 /// What to compare.
 pub(crate) struct Setup<'a> {
@@ -18,10 +18,8 @@ pub(crate) struct Setup<'a> {
     pub(crate) title: String,
     /// The input file.
     pub(crate) file: &'a Path,
-    /// Runs of each contender; the median is reported.
-    pub(crate) runs: usize,
-    /// Threads for the "all threads" rows (default: all CPUs).
-    pub(crate) threads: Option<usize>,
+    /// Runs of each contender and threads of the "all threads" rows.
+    pub(crate) bench: BenchArgs,
     /// Also time the memory-read loop and report ember's bandwidth as a
     /// share of it.
     pub(crate) memory_read: bool,
@@ -61,7 +59,7 @@ pub(crate) fn compare(
     sequential: &dyn Fn() -> Result<()>,
     ember: &dyn Fn(&Runtime) -> Result<Stats>,
 ) -> Result<()> {
-    let all = all_threads(setup.threads);
+    let all = all_threads(setup.bench.threads);
     let file = setup.file;
     let bytes = std::fs::metadata(file)?.len();
     // Warm the page cache so every contender reads from memory.
@@ -88,14 +86,18 @@ pub(crate) fn compare(
         names.push("memory read, 1 thread".into());
         names.push(format!("memory read, {all} threads"));
         interleaved(
-            setup.runs,
+            setup.bench.runs,
             &mut [&mut seq, &mut ember1, &mut embern, &mut read1, &mut readn],
         )?
     } else {
-        interleaved(setup.runs, &mut [&mut seq, &mut ember1, &mut embern])?
+        interleaved(setup.bench.runs, &mut [&mut seq, &mut ember1, &mut embern])?
     };
     Report {
-        title: format!("{}, median of {} runs", setup.title, setup.runs.max(1)),
+        title: format!(
+            "{}, median of {} runs",
+            setup.title,
+            setup.bench.runs.max(1)
+        ),
         amount: bytes as f64 / 1e6,
         unit: "MB",
         rows: names.into_iter().zip(times.iter().copied()).collect(),

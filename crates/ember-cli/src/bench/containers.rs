@@ -8,21 +8,18 @@ use ember::{ContainerKind, Input, RunOptions, Runtime};
 use ember_apps::inverted_index::{build, Docs};
 use ember_apps::text::{text, TextSpec};
 
-use super::{all_threads, median, timed};
+use super::{all_threads, median, timed, BenchArgs};
 use crate::common::parse_size;
 
 /// `ember bench containers`.
 #[derive(ClapArgs)]
+#[command(mut_arg("threads", |a| a.help("Worker threads (default: all CPUs)")))]
 pub(crate) struct Args {
     /// Size of each generated input.
     #[arg(long, value_parser = parse_size, default_value = "32MiB")]
     size: u64,
-    /// Runs of each contender; the median is reported.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Worker threads (default: all CPUs).
-    #[arg(long, short = 't')]
-    threads: Option<usize>,
+    #[command(flatten)]
+    bench: BenchArgs,
 }
 
 /// The containers that can hold inverted index's keys, then `Auto`.
@@ -64,12 +61,14 @@ fn inputs(size: u64) -> Vec<(&'static str, Vec<u8>)> {
 
 /// Runs `ember bench containers`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let rt = Runtime::builder().threads(all_threads(a.threads)).build()?;
+    let rt = Runtime::builder()
+        .threads(all_threads(a.bench.threads))
+        .build()?;
     println!(
         "containers: inverted index (documents = lines), {:.1} MB inputs, {} threads, median of {} runs",
         a.size as f64 / 1e6,
         rt.threads(),
-        a.runs.max(1)
+        a.bench.runs.max(1)
     );
     print!("{:<38}", "input");
     for k in KINDS {
@@ -80,7 +79,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         let input = Input::bytes(&data);
         let mut times = vec![Vec::new(); KINDS.len()];
         let mut auto_stats = None;
-        for _ in 0..a.runs.max(1) {
+        for _ in 0..a.bench.runs.max(1) {
             for (i, &k) in KINDS.iter().enumerate() {
                 let opts = RunOptions {
                     container: Some(k),

@@ -7,9 +7,13 @@ use ember::{Input, RunOptions};
 use ember_apps::histogram::{self, BmpSpec};
 
 use super::compare::{compare, Setup};
+use super::BenchArgs;
 
 /// `ember bench histogram`.
 #[derive(ClapArgs)]
+#[command(mut_arg("threads", |a| a.help(
+    "Threads for the \"all threads\" rows (default: all CPUs)"
+)))]
 pub(crate) struct Args {
     /// Image width in pixels (default: WORKLOADS.md's 10240 x 13654).
     #[arg(long, default_value_t = BmpSpec::default().width)]
@@ -17,12 +21,8 @@ pub(crate) struct Args {
     /// Image height in pixels.
     #[arg(long, default_value_t = BmpSpec::default().height)]
     height: u32,
-    /// Runs of each contender; the median is reported.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Threads for the "all threads" rows (default: all CPUs).
-    #[arg(long, short = 't')]
-    threads: Option<usize>,
+    #[command(flatten)]
+    bench: BenchArgs,
 }
 
 /// Runs `ember bench histogram`.
@@ -43,8 +43,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
                 spec.file_len() as f64 / 1e6
             ),
             file: &file,
-            runs: a.runs,
-            threads: a.threads,
+            bench: a.bench,
             memory_read: true,
         },
         &|| {

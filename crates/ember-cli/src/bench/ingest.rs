@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use ember::{Input, RunOptions, Runtime, Stats};
-use ember_apps::sort::{sort_order_input, SortSpec};
+use ember_apps::sort::sort_order_input;
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
 
@@ -296,10 +296,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         size: a.size,
         ..TextSpec::default()
     })?;
-    let records = crate::sort::cached_records(&SortSpec {
-        records: a.records,
-        ..SortSpec::default()
-    })?;
+    let records = crate::sort::cached_records(a.records)?;
     let rt = Runtime::builder().threads(all_threads(a.threads)).build()?;
     println!(
         "read s: reading (chunked: the reader thread's time, overlapped with map); \

@@ -11,7 +11,7 @@ use ember_apps::text::TextSpec;
 use crate::common::parse_size;
 use crate::inverted_index::{cached_docs, docs_in};
 
-use super::{all_threads, contender_rows, interleaved, timed, Report};
+use super::{all_threads, contender_rows, interleaved, timed, BenchArgs, Report};
 
 /// `ember bench invindex`.
 #[derive(ClapArgs)]
@@ -24,12 +24,8 @@ pub(crate) struct Args {
     /// instead of the corpus's lines.
     #[arg(long)]
     files: Option<usize>,
-    /// Runs of each contender; the median is reported.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Threads for the "all threads" row (default: all CPUs).
-    #[arg(long, short = 't')]
-    threads: Option<usize>,
+    #[command(flatten)]
+    bench: BenchArgs,
 }
 
 /// Runs the sequential index once, input mapping included.
@@ -71,7 +67,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             (docs_in(&cached_docs(&spec, n)?)?, Docs::Files)
         }
     };
-    let all = all_threads(a.threads);
+    let all = all_threads(a.bench.threads);
     // Warm the page cache; the untimed first sequential run is the oracle.
     for p in &paths {
         std::fs::read(p)?;
@@ -82,7 +78,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let mut last = None;
     let mut documents = 0;
     let times = interleaved(
-        a.runs,
+        a.bench.runs,
         &mut [
             &mut || checked(&want, "sequential", || run_sequential(&paths, docs)),
             &mut || {
@@ -111,7 +107,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
                 Docs::Files => format!("{} files", paths.len()),
             },
             want.len(),
-            a.runs.max(1)
+            a.bench.runs.max(1)
         ),
         amount: spec.size as f64 / 1e6,
         unit: "MB",

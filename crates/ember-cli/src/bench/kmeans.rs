@@ -1,14 +1,14 @@
 //! `ember bench kmeans`: the sequential k-means vs ember.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
-use ember::{RunOptions, Runtime, Stats};
-use ember_apps::kmeans::{self, Clustering};
+use ember::RunOptions;
+use ember_apps::kmeans;
 
 use crate::kmeans::{points_spec, ParamArgs};
 use crate::numeric;
 
-use super::{all_threads, contender_rows, interleaved, timed, Report};
+use super::{against_sequential, BenchArgs};
 
 /// `ember bench kmeans`.
 #[derive(ClapArgs)]
@@ -21,12 +21,8 @@ pub(crate) struct Args {
     dims: u64,
     #[command(flatten)]
     params: ParamArgs,
-    /// Runs of each contender; the median is reported.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Threads for the "all threads" row (default: all CPUs).
-    #[arg(long, short = 't')]
-    threads: Option<usize>,
+    #[command(flatten)]
+    bench: BenchArgs,
 }
 
 /// Runs `ember bench kmeans`.
@@ -35,40 +31,24 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let input = numeric::open(&numeric::cached_matrix(&spec)?)?;
     let points = numeric::matrix(&input)?;
     let params = a.params.params();
-    let all = all_threads(a.threads);
-    let rt1 = Runtime::builder().threads(1).build()?;
-    let rtn = Runtime::builder().threads(all).build()?;
-
-    let want = kmeans::sequential(&points, params)?;
-    let check = |c: &Clustering| -> Result<()> {
-        if *c != want {
-            bail!("ember's clustering differs from the sequential one");
-        }
-        Ok(())
-    };
-    let ember = |rt: &Runtime| -> Result<Stats> {
-        let (c, stats) = kmeans::run(rt, &points, params, &RunOptions::default(), |_, _| {})?;
-        check(&c)?;
-        Ok(stats)
-    };
-    let mut last = None;
-    let times = interleaved(
-        a.runs,
-        &mut [
-            &mut || timed(|| check(&kmeans::sequential(&points, params)?)),
-            &mut || timed(|| ember(&rt1).map(drop)),
-            &mut || {
-                timed(|| {
-                    last = Some(ember(&rtn)?);
-                    Ok(())
-                })
-            },
-        ],
+    let v = against_sequential(
+        a.bench,
+        "clustering",
+        || Ok(kmeans::sequential(&points, params)?),
+        |rt| {
+            Ok(kmeans::run(
+                rt,
+                &points,
+                params,
+                &RunOptions::default(),
+                |_, _| {},
+            )?)
+        },
     )?;
-    let assignments = (points.rows * want.iterations) as f64 / 1e6;
-    Report {
-        title: format!(
-            "k-means, {} points x {} dims, {} clusters, {} iterations ({}), median of {} runs",
+    let want = &v.want;
+    v.print(
+        &format!(
+            "k-means, {} points x {} dims, {} clusters, {} iterations ({})",
             points.rows,
             points.cols,
             params.clusters,
@@ -78,18 +58,10 @@ pub(crate) fn run(a: Args) -> Result<()> {
             } else {
                 "not converged"
             },
-            a.runs.max(1)
         ),
-        amount: assignments,
-        unit: "M pt-iter",
-        rows: contender_rows("sequential", &times, all),
-    }
-    .print();
-    if let Some(s) = last {
-        println!(
-            "\nember, {all} threads, last run, summed over its {} jobs:\n{s}",
-            want.iterations
-        );
-    }
+        (points.rows * want.iterations) as f64 / 1e6,
+        "M pt-iter",
+        &format!(", summed over its {} jobs", want.iterations),
+    );
     Ok(())
 }

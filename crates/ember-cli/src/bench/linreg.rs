@@ -7,20 +7,20 @@ use ember::{Input, RunOptions};
 use ember_apps::linear_regression::{self, PointsSpec};
 
 use super::compare::{compare, Setup};
+use super::BenchArgs;
 use crate::common::parse_size;
 
 /// `ember bench linreg`.
 #[derive(ClapArgs)]
+#[command(mut_arg("threads", |a| a.help(
+    "Threads for the \"all threads\" rows (default: all CPUs)"
+)))]
 pub(crate) struct Args {
     /// Points file size (WORKLOADS.md: 500 MiB).
     #[arg(long, value_parser = parse_size, default_value = "500MiB")]
     size: u64,
-    /// Runs of each contender; the median is reported.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Threads for the "all threads" rows (default: all CPUs).
-    #[arg(long, short = 't')]
-    threads: Option<usize>,
+    #[command(flatten)]
+    bench: BenchArgs,
 }
 
 /// Runs `ember bench linreg`.
@@ -39,8 +39,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
                 want.n
             ),
             file: &file,
-            runs: a.runs,
-            threads: a.threads,
+            bench: a.bench,
             memory_read: true,
         },
         &|| {

@@ -7,39 +7,33 @@ use clap::Args as ClapArgs;
 use ember::{Input, MergeKind, RunOptions, Runtime, Stats};
 use ember_apps::sort::{sort_order_input, SortSpec};
 
-use super::{all_threads, median, timed, Report};
+use super::{all_threads, median, timed, BenchArgs, Report};
 use crate::sort::cached_records;
 
 /// `ember bench merge`.
 #[derive(ClapArgs)]
+#[command(mut_arg("threads", |a| a.help("Worker threads (default: all CPUs)")))]
 pub(crate) struct Args {
     /// Number of 100-byte records to sort.
     #[arg(long, default_value_t = SortSpec::default().records)]
     records: u64,
-    /// Runs of each contender; the median is reported.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Worker threads (default: all CPUs).
-    #[arg(long, short = 't')]
-    threads: Option<usize>,
+    #[command(flatten)]
+    bench: BenchArgs,
 }
 
 /// Runs `ember bench merge`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let spec = SortSpec {
-        records: a.records,
-        ..SortSpec::default()
-    };
-    let file = cached_records(&spec)?;
-    let input = Input::file(&file)?;
+    let input = Input::file(&cached_records(a.records)?)?;
     let data = input.part_bytes(0);
-    let rt = Runtime::builder().threads(all_threads(a.threads)).build()?;
+    let rt = Runtime::builder()
+        .threads(all_threads(a.bench.threads))
+        .build()?;
     let kinds = [MergeKind::ConcatSort, MergeKind::PWay];
     let (mut totals, mut merges) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
     let mut last: Option<Stats> = None;
     let mut first_order = None;
     // Round-robin, so that noise on a shared machine hits both alike.
-    for _ in 0..a.runs.max(1) {
+    for _ in 0..a.bench.runs.max(1) {
         for (i, &kind) in kinds.iter().enumerate() {
             let opts = RunOptions {
                 merge: Some(kind),
@@ -69,10 +63,10 @@ pub(crate) fn run(a: Args) -> Result<()> {
     Report {
         title: format!(
             "merge: sort of {} records ({:.0} MB), {} threads, median of {} runs (whole sort job; merge phase alone: concat-sort {:.3} s, p-way {:.3} s, {:.2}x)",
-            spec.records,
+            a.records,
             data.len() as f64 / 1e6,
             rt.threads(),
-            a.runs.max(1),
+            a.bench.runs.max(1),
             m0,
             m1,
             m0 / m1

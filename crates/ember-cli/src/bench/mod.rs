@@ -1,11 +1,14 @@
 //! `ember bench`: ember against baselines, as ratios measured in one run.
 //!
 //! Each workload's benchmark lives in its own file and uses the helpers
-//! here: [`interleaved`] times the contenders round-robin (so noise on a
-//! shared machine hits all alike) and [`Report`] prints the table.
+//! here: [`BenchArgs`] are the options they share, [`interleaved`] times
+//! the contenders round-robin (so noise on a shared machine hits all alike),
+//! [`Report`] prints the table and [`against_sequential`] does all three for
+//! a job whose result can be compared with its sequential one.
 
-use anyhow::Result;
-use clap::{Parser, Subcommand};
+use anyhow::{bail, Result};
+use clap::{Args, Parser, Subcommand};
+use ember::{Runtime, Stats};
 
 mod compare;
 mod containers;
@@ -106,6 +109,19 @@ fn all() -> Result<()> {
     Ok(())
 }
 
+/// The options every workload bench takes. The help of `--threads` is
+/// right for a bench with one "all threads" row; others reword it with
+/// `#[command(mut_arg("threads", ...))]`.
+#[derive(Args, Clone, Copy)]
+pub(crate) struct BenchArgs {
+    /// Runs of each contender; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) runs: usize,
+    /// Threads for the "all threads" row (default: all CPUs).
+    #[arg(long, short = 't')]
+    pub(crate) threads: Option<usize>,
+}
+
 /// The median of some timings.
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -179,6 +195,83 @@ pub(crate) fn contender_rows(baseline: &str, times: &[f64], all: usize) -> Vec<(
         ("ember, 1 thread".into(), times[1]),
         (format!("ember, {all} threads"), times[2]),
     ]
+}
+
+/// The outcome of [`against_sequential`].
+pub(crate) struct Versus<T> {
+    /// The sequential result, which every run matched.
+    pub(crate) want: T,
+    /// The options it ran with.
+    bench: BenchArgs,
+    /// The median seconds of the [`contender_rows`].
+    times: Vec<f64>,
+    /// The stats of ember's last run on all threads.
+    last: Option<Stats>,
+}
+
+/// Times the sequential baseline, ember on one thread and ember on all
+/// threads (as [`interleaved`] does), checking every result against the
+/// first, untimed sequential one; `what` names the result in the error.
+pub(crate) fn against_sequential<T: PartialEq>(
+    bench: BenchArgs,
+    what: &str,
+    sequential: impl Fn() -> Result<T>,
+    ember: impl Fn(&Runtime) -> Result<(T, Stats)>,
+) -> Result<Versus<T>> {
+    let rt1 = Runtime::builder().threads(1).build()?;
+    let rtn = Runtime::builder()
+        .threads(all_threads(bench.threads))
+        .build()?;
+    let want = sequential()?;
+    let check = |got: &T| -> Result<()> {
+        if *got != want {
+            bail!("ember's {what} differs from the sequential one");
+        }
+        Ok(())
+    };
+    let ember = |rt: &Runtime| -> Result<Stats> {
+        let (got, stats) = ember(rt)?;
+        check(&got)?;
+        Ok(stats)
+    };
+    let mut last = None;
+    let times = interleaved(
+        bench.runs,
+        &mut [
+            &mut || timed(|| check(&sequential()?)),
+            &mut || timed(|| ember(&rt1).map(drop)),
+            &mut || {
+                timed(|| {
+                    last = Some(ember(&rtn)?);
+                    Ok(())
+                })
+            },
+        ],
+    )?;
+    Ok(Versus {
+        want,
+        bench,
+        times,
+        last,
+    })
+}
+
+impl<T> Versus<T> {
+    /// Prints the table (`title`, then the number of runs) and the stats of
+    /// ember's last all-threads run, `of_last` saying what they cover.
+    pub(crate) fn print(&self, title: &str, amount: f64, unit: &'static str, of_last: &str) {
+        let all = all_threads(self.bench.threads);
+        Report {
+            title: format!("{title}, median of {} runs", self.bench.runs.max(1)),
+            amount,
+            unit,
+            rows: contender_rows("sequential", &self.times, all),
+        }
+        .print();
+        if let Some(s) = &self.last {
+            println!("\nember, {all} threads, last run{of_last}:\n{s}");
+        }
+    }
 }
 
 impl Report {

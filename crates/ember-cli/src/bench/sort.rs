@@ -15,20 +15,19 @@ use ember_apps::sort::{parallel_sort_into, sequential_into, sort_order, SortSpec
 
 use crate::sort::cached_records;
 
-use super::{all_threads, contender_rows, interleaved, timed, Report};
+use super::{all_threads, contender_rows, interleaved, timed, BenchArgs, Report};
 
 /// `ember bench sort`.
 #[derive(ClapArgs)]
+#[command(mut_arg("threads", |a| a.help(
+    "Threads for the \"all threads\" rows (default: all CPUs)"
+)))]
 pub(crate) struct Args {
     /// Number of 100-byte records (the WORKLOADS.md shape: 10 million, 1 GB).
     #[arg(long, default_value_t = SortSpec::default().records)]
     records: u64,
-    /// Runs of each contender; the median is reported.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Threads for the "all threads" rows (default: all CPUs).
-    #[arg(long, short = 't')]
-    threads: Option<usize>,
+    #[command(flatten)]
+    bench: BenchArgs,
 }
 
 /// Checks a contender's output against the sequential sort's.
@@ -47,14 +46,9 @@ struct EmberRun {
 
 /// Runs `ember bench sort`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let spec = SortSpec {
-        records: a.records,
-        ..SortSpec::default()
-    };
-    let file = cached_records(&spec)?;
-    let input = Input::file(&file)?;
+    let input = Input::file(&cached_records(a.records)?)?;
     let data = input.part_bytes(0);
-    let all = all_threads(a.threads);
+    let all = all_threads(a.bench.threads);
     // Warm the mapping; the untimed first sequential run is the oracle.
     let want = ember_apps::sort::sequential(data)?;
     let rt1 = Runtime::builder().threads(1).build()?;
@@ -80,7 +74,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     };
     let (mut last1, mut lastn) = (None, None);
     let times = interleaved(
-        a.runs,
+        a.bench.runs,
         &mut [
             &mut || {
                 let mut out = out.borrow_mut();
@@ -108,9 +102,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
     Report {
         title: format!(
             "sort, {} records of {RECORD_LEN} bytes ({:.1} MB), median of {} runs",
-            spec.records,
+            a.records,
             data.len() as f64 / 1e6,
-            a.runs.max(1)
+            a.bench.runs.max(1)
         ),
         amount: data.len() as f64 / 1e6,
         unit: "MB",

@@ -6,6 +6,7 @@ use ember::{Input, RunOptions};
 use ember_apps::string_match::{self, KeysSpec, Targets};
 
 use super::compare::{compare, Setup};
+use super::BenchArgs;
 use crate::common::parse_size;
 
 /// `ember bench strmatch`.
@@ -14,12 +15,8 @@ pub(crate) struct Args {
     /// Keys file size (WORKLOADS.md: 256 MiB).
     #[arg(long, value_parser = parse_size, default_value = "256MiB")]
     size: u64,
-    /// Runs of each contender; the median is reported.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Threads for the "all threads" row (default: all CPUs).
-    #[arg(long, short = 't')]
-    threads: Option<usize>,
+    #[command(flatten)]
+    bench: BenchArgs,
 }
 
 /// Runs `ember bench strmatch`: looks for the planted words and one word
@@ -43,8 +40,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
                 words.len()
             ),
             file: &file,
-            runs: a.runs,
-            threads: a.threads,
+            bench: a.bench,
             memory_read: false,
         },
         &|| {

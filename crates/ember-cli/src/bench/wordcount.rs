@@ -11,7 +11,7 @@ use ember_apps::wordcount::WordCount;
 
 use crate::common::{cache_dir, parse_size};
 
-use super::{all_threads, contender_rows, interleaved, timed, Report};
+use super::{all_threads, contender_rows, interleaved, timed, BenchArgs, Report};
 
 /// `ember bench wordcount`.
 #[derive(ClapArgs)]
@@ -19,12 +19,8 @@ pub(crate) struct Args {
     /// Corpus size (the WORKLOADS.md shape: 1M-word vocabulary, Zipf 1.0).
     #[arg(long, value_parser = parse_size, default_value = "256MiB")]
     size: u64,
-    /// Runs of each contender; the median is reported.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Threads for the "all threads" row (default: all CPUs).
-    #[arg(long, short = 't')]
-    threads: Option<usize>,
+    #[command(flatten)]
+    bench: BenchArgs,
 }
 
 const WC_BASELINE_C: &str = include_str!("../../../../reference/wc_baseline.c");
@@ -91,7 +87,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     };
     let file = crate::gen::cached_text(&spec)?;
     let bin = build_wc_baseline()?;
-    let all = all_threads(a.threads);
+    let all = all_threads(a.bench.threads);
     // Warm the page cache so every contender reads from memory.
     std::fs::read(&file)?;
 
@@ -113,7 +109,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         Ok(())
     };
     let times = interleaved(
-        a.runs,
+        a.bench.runs,
         &mut [
             &mut || timed(|| run_c(&bin, &file).map(drop)),
             &mut || timed(|| check(&run_ember(&rt1, &file)?, c_counts)),
@@ -133,7 +129,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             spec.size as f64 / 1e6,
             c_counts.0,
             c_counts.1,
-            a.runs.max(1)
+            a.bench.runs.max(1)
         ),
         amount: spec.size as f64 / 1e6,
         unit: "MB",
