@@ -60,8 +60,33 @@ pub(crate) enum Bench {
     Pipeline(pipeline::Args),
 }
 
-/// Runs a benchmark.
+/// Runs a benchmark, then says how much CPU time the hypervisor took from
+/// this VM meanwhile (steal time): on a shared VM, a 2-thread row can lose
+/// its second core to another tenant, and this line says when it did.
 pub(crate) fn run(b: Bench) -> Result<()> {
+    let all = matches!(b, Bench::All);
+    let before = steal_secs();
+    run_one(b)?;
+    if let (Some(a), Some(b), false) = (before, steal_secs(), all) {
+        println!(
+            "\nsteal     {:.2} s of CPU time taken by the hypervisor during this bench",
+            b - a
+        );
+    }
+    Ok(())
+}
+
+/// Seconds of steal time summed over all CPUs (`/proc/stat`), if known.
+fn steal_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    // "cpu user nice system idle iowait irq softirq steal ...", in ticks of
+    // 1/100 s.
+    let cpu = stat.lines().next()?;
+    let steal: f64 = cpu.split_whitespace().nth(8)?.parse().ok()?;
+    Some(steal / 100.0)
+}
+
+fn run_one(b: Bench) -> Result<()> {
     match b {
         Bench::All => all(),
         Bench::Ingest(a) => ingest::run(a),
