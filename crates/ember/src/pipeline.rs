@@ -87,15 +87,16 @@
 //! the pipeline only where it measured faster (see [`choose`]).
 //!
 //! The skewed case (5% of the splits carry half the map work) still does
-//! not reach the barrier on 2 cores (0.84-0.95x over repeated `ember bench
-//! pipeline` runs on a loaded machine, up from 0.79x): the pipeline's
-//! reduce after the last map ends is now 0.01-0.05 s against the barrier's
-//! 0.08-0.24 s, but its map phase costs 5-15% more CPU: without a sample
-//! its tables grow by rebuilding (and fill to 70% between growths, where
-//! the barrier's sampled tables sit near 40%), and every new table is fresh
-//! memory the kernel must clear. So `Auto` keeps the barrier there (the
-//! skewed word count's sample predicts about 1.1M keys per worker, below
-//! [`AUTO_MIN_KEYS`]).
+//! not reach the barrier on 2 cores (0.82-0.97x over repeated `ember bench
+//! pipeline` runs): the pipeline's reduce after the last map ends is
+//! 0.01-0.02 s against the barrier's 0.06-0.09 s, but its map phase takes
+//! longer. Measured and ruled out as the cause: table growth (mappers
+//! whose tables were the sample's, pre-sized from its prediction, were no
+//! faster) and the tail hand-offs (without them: 0.86x; they help). With
+//! no hand-off at all the pipelined mappers still map about 20% slower
+//! than the barrier's, a cost of the mapper's emit path not yet found. So
+//! `Auto` keeps the barrier there (the skewed word count's sample predicts
+//! about 1.1M keys per worker, below [`AUTO_MIN_KEYS`]).
 
 use std::time::Instant;
 
@@ -339,10 +340,10 @@ pub(crate) fn choose<J: Job>(
         )),
         // Where pipelining could pay (many keys that repeat), it has not
         // measured faster on 2 cores (`ember bench pipeline`, 2026-11-22:
-        // word count 0.88-1.06x, the skewed case 0.84-0.95x, the 256 MiB
-        // word count 0.79-0.97x): the pipelined mappers' tables are not
-        // sized by a sample and grow by rebuilding, while the barrier's
-        // are. Auto keeps the barrier until that changes.
+        // word count 0.77-1.06x, the skewed case 0.82-0.97x, the 256 MiB
+        // word count 0.79-0.97x): the pipelined mappers map slower than the
+        // barrier's (see the module docs). Auto keeps the barrier until
+        // that changes.
         (_, Some(p)) => barrier(format!(
             "auto: sample: {} keys per worker predicted, {:.1} pairs per key: \
              pipelining could fold while mappers map, but measured slower than the \
