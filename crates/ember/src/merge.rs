@@ -338,7 +338,7 @@ mod tests {
 
     #[test]
     fn top_k_equals_sorted_prefix() {
-        let pool = Pool::new(2).unwrap();
+        let pool = Pool::new(2, true).unwrap();
         let runs: Vec<Vec<u32>> = (0..5)
             .map(|r| (0..100).map(|i| (i * 37 + r * 11) % 101).collect())
             .collect();
@@ -367,7 +367,7 @@ mod tests {
             }).collect();
             let mut want: Vec<(u8, u32)> = runs.concat();
             want.sort_by_key(|p| p.0);
-            let pool = Pool::new(threads).unwrap();
+            let pool = Pool::new(threads, true).unwrap();
             for kind in [MergeKind::PWay, MergeKind::ConcatSort] {
                 let got = merge(&pool, kind, runs.clone(), true, |a, b| a.0.cmp(&b.0));
                 prop_assert_eq!(&got, &want);

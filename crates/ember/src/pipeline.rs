@@ -509,7 +509,7 @@ mod tests {
         let input = Input::bytes(&data);
         let splits = plan_splits(&input, Records::Fixed(2), 4096);
         for threads in [1, 2, 3] {
-            let pool = Pool::new(threads).unwrap();
+            let pool = Pool::new(threads, true).unwrap();
             let sample: Vec<usize> = (0..splits.len()).step_by(7).collect();
             let mut containers: Vec<_> = (0..threads)
                 .map(|_| Counting::new(HashContainer::<Pairs>::new(4 * threads, 16)))

@@ -75,6 +75,7 @@ pub struct Runtime {
 pub struct RuntimeBuilder {
     threads: Option<usize>,
     split_size: Option<usize>,
+    unpinned: bool,
 }
 
 impl RuntimeBuilder {
@@ -91,6 +92,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Pin each worker to its own CPU (default: yes, on Linux, when there
+    /// are no more workers than CPUs the process may use). `false` leaves
+    /// the workers to the OS scheduler, for machines shared with other
+    /// pinned work.
+    pub fn pin(mut self, pin: bool) -> Self {
+        self.unpinned = !pin;
+        self
+    }
+
     /// Starts the worker threads.
     pub fn build(self) -> Result<Runtime> {
         let threads = match self.threads {
@@ -102,7 +112,7 @@ impl RuntimeBuilder {
             return Err(Error::Config("split size must be at least 1 byte".into()));
         }
         Ok(Runtime {
-            pool: Pool::new(threads)?,
+            pool: Pool::new(threads, !self.unpinned)?,
             ingest: IngestThread::start()?,
             split_size: self.split_size,
         })
