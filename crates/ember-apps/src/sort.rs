@@ -11,7 +11,7 @@
 //!
 //! - [`sort_order`] (a whole input in memory) is the TeraSort plan: a
 //!   sample of the keys gives splitters that cut the key space into
-//!   [`Ranges`] of about equal size; map routes each record's packed key
+//!   ranges of about equal size; map routes each record's packed key
 //!   (key and record index, [`Packed`]) to its range (the job's key is the
 //!   range number, so the array container holds it); reduce sorts each
 //!   range on its own. The ranges are in key order, so their outputs, in
@@ -174,7 +174,7 @@ fn pack(record: &[u8], index: usize) -> Packed {
 
 /// The index of the record a packed key was made from.
 #[inline(always)]
-pub fn index_of(p: Packed) -> RecordIndex {
+fn index_of(p: Packed) -> RecordIndex {
     p as RecordIndex
 }
 
@@ -209,7 +209,7 @@ impl Order {
     /// hold them exactly) by `threads` threads.
     pub fn gather_into(&self, data: &[u8], threads: usize, out: &mut [u8]) {
         let runs: Vec<&[Packed]> = self.runs.iter().map(Vec::as_slice).collect();
-        gather_into(data, &runs, |&p| index_of(p) as usize, threads, out);
+        gather_into(data, &runs, threads, out);
     }
 
     /// The input's records in this order, written to `w` (gathered in
@@ -218,7 +218,7 @@ impl Order {
         let mut buf = Vec::new();
         for piece in self.runs.iter().flat_map(|r| r.chunks(WRITE_RECORDS)) {
             buf.resize(piece.len() * RECORD_LEN, 0);
-            gather_into(data, &[piece], |&p| index_of(p) as usize, threads, &mut buf);
+            gather_into(data, &[piece], threads, &mut buf);
             w.write_all(&buf)?;
         }
         Ok(())
@@ -249,7 +249,7 @@ const PREFIX_BITS: u32 = 12;
 /// about equal size over the input they were sampled from. Range `r` holds
 /// the keys `k` with `splitters[r - 1] < k <= splitters[r]`.
 #[derive(Debug, Clone)]
-pub struct Ranges {
+struct Ranges {
     splitters: Vec<Packed>,
     /// `first[p]`: the number of splitters whose prefix is below `p`, that
     /// is the first range a key with prefix `p` can be in (a table lookup
@@ -263,7 +263,7 @@ impl Ranges {
     /// balance), from [`OVERSAMPLE`] evenly spaced records per range. The
     /// splitters are packed keys, which are distinct (they hold the record
     /// index), so even equal keys spread over ranges.
-    pub fn sample(data: &[u8], min: usize) -> Ranges {
+    fn sample(data: &[u8], min: usize) -> Ranges {
         let n = data.len() / RECORD_LEN;
         let ranges = n.div_ceil(RANGE_KEYS).max(min).clamp(1, n.max(1));
         let samples = (ranges * OVERSAMPLE).min(n);
@@ -299,19 +299,14 @@ impl Ranges {
         (k >> (128 - PREFIX_BITS)) as usize
     }
 
-    /// Number of ranges.
-    pub fn len(&self) -> usize {
+    /// Number of ranges (always at least one).
+    fn len(&self) -> usize {
         self.splitters.len() + 1
-    }
-
-    /// Never true: there is always at least one range.
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     /// The range of key `k`: the number of splitters below it.
     #[inline(always)]
-    pub fn of(&self, k: Packed) -> usize {
+    fn of(&self, k: Packed) -> usize {
         let p = Self::prefix(k);
         let (lo, hi) = (self.first[p] as usize, self.first[p + 1] as usize);
         // Splitters with a smaller prefix are below `k`, those with a larger
@@ -368,11 +363,7 @@ impl Job for RangeJob<'_> {
         let mut keys = if pieces.len() == 1 {
             pieces.into_iter().next().expect("one piece")
         } else {
-            let mut keys = Vec::with_capacity(pieces.iter().map(Vec::len).sum());
-            for p in pieces {
-                keys.extend_from_slice(&p);
-            }
-            keys
+            pieces.concat()
         };
         keys.sort_unstable();
         keys
@@ -382,7 +373,7 @@ impl Job for RangeJob<'_> {
 /// Sorts `data` (whole records) on `rt`: the order only; the records are
 /// then gathered with [`Order::gather_into`] or [`Order::write`].
 ///
-/// The TeraSort plan (see the module docs): [`Ranges`] sampled from `data`,
+/// The TeraSort plan (see the module docs): key ranges sampled from `data`,
 /// at least 8 per thread, then one MapReduce job whose map routes keys to
 /// ranges and whose reduce sorts each range. Unless `opts` sets a split
 /// size, the input is cut into 4 splits per thread (of at least
@@ -486,32 +477,26 @@ fn check_len(len: u64) -> Result<()> {
 const GATHER_AHEAD: usize = 16;
 
 /// Copies the records of `data` into `out` in the order that the
-/// consecutive pieces of `order` give (record `index(o)` for each `o`),
-/// with `threads` threads each filling one contiguous share of `out`.
+/// consecutive pieces of `order` give, with `threads` threads each filling
+/// one contiguous share of `out`.
 ///
 /// # Panics
 ///
 /// If `out` is not exactly as many records long as `order` holds.
-pub fn gather_into<T: Sync>(
-    data: &[u8],
-    order: &[&[T]],
-    index: impl Fn(&T) -> usize + Sync,
-    threads: usize,
-    out: &mut [u8],
-) {
+fn gather_into(data: &[u8], order: &[&[Packed]], threads: usize, out: &mut [u8]) {
     let total: usize = order.iter().map(|p| p.len()).sum();
     assert_eq!(out.len(), total * RECORD_LEN, "output size");
     let share = total.div_ceil(threads.max(1)).max(1);
-    let copy = |dst: &mut [u8], order: Vec<&[T]>| {
+    let copy = |dst: &mut [u8], order: Vec<&[Packed]>| {
         let mut dst = dst.chunks_exact_mut(RECORD_LEN);
         let mut ahead = order.iter().copied().flatten().skip(GATHER_AHEAD);
         for o in order.iter().copied().flatten() {
             if let Some(next) = ahead.next() {
-                let at = index(next) * RECORD_LEN;
+                let at = index_of(*next) as usize * RECORD_LEN;
                 ember::prefetch(data[at..].as_ptr());
                 ember::prefetch(data[at + RECORD_LEN - 1..].as_ptr());
             }
-            let at = index(o) * RECORD_LEN;
+            let at = index_of(*o) as usize * RECORD_LEN;
             dst.next()
                 .expect("a share's pieces fill it")
                 .copy_from_slice(&data[at..at + RECORD_LEN]);
@@ -520,7 +505,7 @@ pub fn gather_into<T: Sync>(
     // Each thread's share of the pieces: whole pieces, and the parts of the
     // pieces a share boundary cuts.
     let mut pieces = order.iter().copied().filter(|p| !p.is_empty());
-    let mut rest: &[T] = &[];
+    let mut rest: &[Packed] = &[];
     let mut shares = Vec::new();
     for dst in out.chunks_mut(share * RECORD_LEN) {
         let mut want = dst.len() / RECORD_LEN;
@@ -561,7 +546,7 @@ pub fn sequential_into(data: &[u8], out: &mut [u8]) -> Result<()> {
         .map(|(i, rec)| pack(rec, i))
         .collect();
     keys.sort_unstable();
-    gather_into(data, &[&keys], |&k| index_of(k) as usize, 1, out);
+    gather_into(data, &[&keys], 1, out);
     Ok(())
 }
 

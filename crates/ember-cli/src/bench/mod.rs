@@ -67,10 +67,10 @@ pub(crate) fn run(b: Bench) -> Result<()> {
     let all = matches!(b, Bench::All);
     let before = steal_secs();
     run_one(b)?;
-    if let (Some(a), Some(b), false) = (before, steal_secs(), all) {
+    if let (Some(start), Some(end), false) = (before, steal_secs(), all) {
         println!(
             "\nsteal     {:.2} s of CPU time taken by the hypervisor during this bench",
-            b - a
+            end - start
         );
     }
     Ok(())
