@@ -672,7 +672,7 @@ impl Runtime {
             .split_size
             .or(self.split_size)
             .unwrap_or_else(|| default_split_size(input.len(), self.threads()));
-        Ok(plan_splits(input, records, split_size))
+        Ok(plan_splits(input, records, split_size, self.threads()))
     }
 
     /// The map loop shared by every kind of run: each worker makes its own
