@@ -87,15 +87,25 @@
 //! the pipeline only where it measured faster (see [`choose`]).
 //!
 //! The skewed case (5% of the splits carry half the map work) still does
-//! not reach the barrier on 2 cores (0.82-0.97x over repeated `ember bench
-//! pipeline` runs): the pipeline's reduce after the last map ends is
-//! 0.01-0.02 s against the barrier's 0.06-0.09 s, but its map phase takes
-//! longer. Measured and ruled out as the cause: table growth (mappers
-//! whose tables were the sample's, pre-sized from its prediction, were no
-//! faster) and the tail hand-offs (without them: 0.86x; they help). With
-//! no hand-off at all the pipelined mappers still map about 20% slower
-//! than the barrier's, a cost of the mapper's emit path not yet found. So
-//! `Auto` keeps the barrier there (the skewed word count's sample predicts
+//! not reliably reach the barrier on 2 cores (0.92-0.97x in three
+//! `ember bench pipeline` runs after the tail splits below; 0.82-0.97x
+//! before). The imbalance itself is gone: the runtime cuts the last splits
+//! into pieces (see `input::plan_splits`), so both workers finish mapping
+//! together in either mode, and the pipeline's reduce after the last map
+//! is 0.01-0.02 s against the barrier's 0.06-0.07 s. What is left is that
+//! the pipelined workers spend more CPU time mapping (1.53 s against
+//! 1.38 s): they hold more table memory (each mapper's buffers and each
+//! reducer's partition table, about 1.5x the barrier's per-worker tables),
+//! and fresh memory is costly here (`perf`: page clearing was 13% of a
+//! pipelined word count run against 2% for the barrier; the first touch of
+//! freshly mapped huge pages runs at 0.45 GB/s on this VM). Measured and
+//! ruled out: table growth from a small start (mappers whose tables were
+//! the sample's, pre-sized from its prediction, were no faster), the tail
+//! hand-offs (without them: 0.86x; they help), and mapping a worker's own
+//! partition straight into its partition table with no buffer (0.69-0.95x
+//! on word count: the partition table, locked while its owner maps, could
+//! not be folded into by the other worker until the end). So `Auto` keeps
+//! the barrier there (the skewed word count's sample predicts
 //! about 1.1M keys per worker, below [`AUTO_MIN_KEYS`]).
 
 use std::time::Instant;
