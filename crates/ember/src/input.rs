@@ -443,7 +443,10 @@ mod tests {
         assert_eq!(sizes[..4], [128 << 10; 4]);
         assert_eq!(sizes[4..], [64 << 10; 8]);
         // Too few splits to have a tail: left whole.
-        assert_eq!(plan_splits(&input, Records::Fixed(1), 256 << 10, 1).len(), 4);
+        assert_eq!(
+            plan_splits(&input, Records::Fixed(1), 256 << 10, 1).len(),
+            4
+        );
     }
 
     #[test]

@@ -61,19 +61,70 @@ pub(crate) enum Bench {
 }
 
 /// Runs a benchmark, then says how much CPU time the hypervisor took from
-/// this VM meanwhile (steal time): on a shared VM, a 2-thread row can lose
-/// its second core to another tenant, and this line says when it did.
+/// this VM meanwhile (steal time), and how much compute all CPUs together
+/// delivered just before and just after it ([`capacity`]): on a shared VM,
+/// a 2-thread row can lose its second core to another tenant, or share a
+/// physical core with the first, and these lines say when it did.
 pub(crate) fn run(b: Bench) -> Result<()> {
     let all = matches!(b, Bench::All);
-    let before = steal_secs();
+    if all {
+        return run_one(b);
+    }
+    let cpus = all_threads(None);
+    let before = (steal_secs(), capacity(cpus));
     run_one(b)?;
-    if let (Some(start), Some(end), false) = (before, steal_secs(), all) {
+    if let (Some(start), Some(end)) = (before.0, steal_secs()) {
         println!(
             "\nsteal     {:.2} s of CPU time taken by the hypervisor during this bench",
             end - start
         );
     }
+    println!(
+        "capacity  {cpus} threads together ran a compute loop at {:.2}x one thread's rate \
+         before this bench, {:.2}x after ({cpus}.00x: {cpus} free cores)",
+        before.1,
+        capacity(cpus)
+    );
     Ok(())
+}
+
+/// How many times one thread's rate `threads` threads reach together on a
+/// compute loop: independent multiply chains, which keep a core's
+/// multiplier busy, so two threads on one physical core (hyperthreads, as
+/// a host may place two vCPUs) reach about 1x, and on two free cores 2x.
+/// Takes about 0.1 s.
+fn capacity(threads: usize) -> f64 {
+    fn work(rounds: u64) -> [u64; 8] {
+        let mut h: [u64; 8] = std::array::from_fn(|i| i as u64 + 1);
+        for _ in 0..rounds {
+            for x in &mut h {
+                *x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (*x >> 7);
+            }
+        }
+        std::hint::black_box(h)
+    }
+    let timed = |f: &dyn Fn()| {
+        let t = std::time::Instant::now();
+        f();
+        t.elapsed().as_secs_f64()
+    };
+    // About 20 ms of work for one thread.
+    let probe = 1 << 18;
+    let per_round = timed(&|| {
+        work(probe);
+    }) / probe as f64;
+    let rounds = (0.02 / per_round.max(1e-12)) as u64;
+    let alone = timed(&|| {
+        work(rounds);
+    });
+    let together = timed(&|| {
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| work(rounds));
+            }
+        })
+    });
+    threads as f64 * alone / together.max(1e-12)
 }
 
 /// Seconds of steal time summed over all CPUs (`/proc/stat`), if known.
