@@ -123,7 +123,9 @@ impl RuntimeBuilder {
 /// Settings for one run.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
-    /// Target split size in bytes (overrides the runtime's).
+    /// Target split size in bytes (overrides the runtime's). The last few
+    /// splits of an input in memory are cut smaller (a quarter, at least
+    /// 64 KiB) so that the map phase ends evenly.
     pub split_size: Option<usize>,
     /// Return only the first `k` pairs of the output order, found without
     /// sorting the whole output.
