@@ -58,15 +58,15 @@ struct Mapper<'x, 'j, J: Job> {
 /// memory is costly: the kernel clears every page, and on a VM the host may
 /// first have to back it (measured here: 0.45 GB/s for the first touch of
 /// freshly mapped huge pages, 15 GB/s for memory the process had just
-/// freed). Past 64K keys (a 4 MiB table, already beyond the L2 cache, so a
-/// sparser table costs few more misses) the 2x steps to a word count
-/// mapper's 340K keys allocate 28 MiB that the 8x step does not. On word
-/// count (128 MiB, 2 threads, pipelined), doubling all the way allocated
-/// 271 MiB of tables per run and spent 13% of the run clearing pages;
-/// growing straight to the largest table past 64K keys allocated 175 MiB
-/// and the map phase took 0.69-0.81 s of worker time instead of
-/// 0.82-0.97 s. (Straight to the largest is too sparse on one thread,
-/// where the largest is 128 MiB; 8x keeps the table at least 1/8 full.)
+/// freed). Past 64K keys a table is already beyond the L2 cache, so a
+/// sparser one costs few more misses. On word count (128 MiB, 2 threads,
+/// pipelined), doubling all the way allocated 271 MiB of tables per run and
+/// spent 13% of the run clearing pages; growing straight to the largest
+/// table past 64K keys allocated 175 MiB, and its map phase took 0.69-0.81 s
+/// of worker time against 0.82-0.97 s in alternated runs; the 8x step
+/// allocates 192-199 MiB. (Straight to the largest is too sparse on one
+/// thread, where the largest is 128 MiB; 8x keeps a table at least 1/16
+/// full.)
 const JUMP_KEYS: usize = 64 << 10;
 
 /// True when a combining buffer holds as many keys as it may; else makes
