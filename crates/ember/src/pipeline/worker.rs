@@ -65,8 +65,8 @@ struct Mapper<'x, 'j, J: Job> {
 /// table past 64K keys allocated 175 MiB, and its map phase took 0.69-0.81 s
 /// of worker time against 0.82-0.97 s in alternated runs; the 8x step
 /// allocates 192-199 MiB. (Straight to the largest is too sparse on one
-/// thread, where the largest is 128 MiB; 8x keeps a table at least 1/16
-/// full.)
+/// thread, where the largest is 128 MiB; after an 8x step a table is at
+/// least 4% full, after rounding its slots up to a power of two.)
 const JUMP_KEYS: usize = 64 << 10;
 
 /// True when a combining buffer holds as many keys as it may; else makes
