@@ -72,7 +72,8 @@ impl<K: Key, S> Table<K, S> {
     }
 
     /// Folds `value` into the state of the probed key, inserting the key
-    /// (copied from the probe) with `init(value)` if it is new.
+    /// (copied from the probe) with `init(value)` if it is new. Returns
+    /// true when it was new.
     #[inline(always)]
     pub(crate) fn upsert<V>(
         &mut self,
@@ -81,18 +82,28 @@ impl<K: Key, S> Table<K, S> {
         value: V,
         init: impl FnOnce(V) -> S,
         add: impl FnOnce(&mut S, V),
-    ) {
+    ) -> bool {
         let mask = self.mask();
         let mut i = hash as usize & mask;
         loop {
             match &mut self.slots[i] {
-                Some((k, s)) if k.matches(probe) => return add(s, value),
+                Some((k, s)) if k.matches(probe) => {
+                    add(s, value);
+                    return false;
+                }
                 Some(_) => i = (i + 1) & mask,
                 None => break,
             }
         }
         self.slots[i] = Some((K::from_probe(probe), init(value)));
         self.inserted();
+        true
+    }
+
+    /// True when at least half the slots hold a key.
+    #[inline(always)]
+    pub(crate) fn half_full(&self) -> bool {
+        self.len >= self.slots.len() / 2
     }
 
     /// Folds an owned key and state in (joining another worker's table).

