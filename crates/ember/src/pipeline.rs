@@ -86,26 +86,31 @@
 //! 0.2x), and one thread (nothing to overlap: 0.65x). [`Mode::Auto`] picks
 //! the pipeline only where it measured faster (see [`choose`]).
 //!
-//! The skewed case (5% of the splits carry half the map work) still does
-//! not reliably reach the barrier on 2 cores (0.92-0.97x in three
-//! `ember bench pipeline` runs after the tail splits below; 0.82-0.97x
-//! before). The imbalance itself is gone: the runtime cuts the last splits
-//! into pieces (see `input::plan_splits`), so both workers finish mapping
-//! together in either mode, and the pipeline's reduce after the last map
-//! is 0.01-0.02 s against the barrier's 0.06-0.07 s. What is left is that
-//! the pipelined workers spend more CPU time mapping (1.53 s against
-//! 1.38 s): they hold more table memory (each mapper's buffers and each
-//! reducer's partition table, about 1.5x the barrier's per-worker tables),
-//! and fresh memory is costly here (`perf`: page clearing was 13% of a
-//! pipelined word count run against 2% for the barrier; the first touch of
-//! freshly mapped huge pages runs at 0.45 GB/s on this VM). Measured and
-//! ruled out: table growth from a small start (mappers whose tables were
-//! the sample's, pre-sized from its prediction, were no faster), the tail
-//! hand-offs (without them: 0.86x; they help), and mapping a worker's own
-//! partition straight into its partition table with no buffer (0.69-0.95x
-//! on word count: the partition table, locked while its owner maps, could
-//! not be folded into by the other worker until the end). So `Auto` keeps
-//! the barrier there (the skewed word count's sample predicts
+//! The skewed case (5% of the splits carry half the map work): the
+//! pipelined run is 0.95-1.07x the barrier's time over nine `ember bench
+//! pipeline --cases skewed --runs 5` runs (median 1.01x; before this
+//! session's changes 0.82-0.98x). Two changes got it there:
+//!
+//! - the runtime cuts the last splits into pieces (see
+//!   `input::plan_splits`), so both workers finish mapping together in
+//!   either mode; the pipeline's edge is then its reduce after the last
+//!   map, 0.01-0.02 s against the barrier's 0.06-0.09 s;
+//! - the mappers' emit path does less per pair (limits checked only when a
+//!   key is new, one index per pair; 702M to 622M instructions on a 16 MB
+//!   word count, against the barrier's 563M) and their tables grow 8x past
+//!   64K keys (fresh memory is costly here: page clearing was 13% of a
+//!   pipelined word count run; the first touch of freshly mapped huge pages
+//!   runs at 0.45 GB/s on this VM).
+//!
+//! The pipelined workers still spend a little more CPU time (more table
+//! memory: each mapper's buffers and each reducer's partition table).
+//! Measured and ruled out: table growth from a small start (mappers whose
+//! tables were the sample's were no faster), the tail hand-offs (they
+//! help), and mapping a worker's own partition straight into its partition
+//! table with no buffer (0.69-0.95x on word count: the partition table,
+//! locked while its owner maps, could not be folded into by the other
+//! worker until the end). At parity, not ahead, `Auto` keeps the barrier
+//! (the skewed word count's sample predicts
 //! about 1.1M keys per worker, below [`AUTO_MIN_KEYS`]).
 
 use std::time::Instant;
@@ -350,13 +355,13 @@ pub(crate) fn choose<J: Job>(
         )),
         // Where pipelining could pay (many keys that repeat), it has not
         // measured faster on 2 cores (`ember bench pipeline`, 2026-11-22:
-        // word count 0.77-1.06x, the skewed case 0.82-0.97x, the 256 MiB
-        // word count 0.79-0.97x): the pipelined mappers map slower than the
-        // barrier's (see the module docs). Auto keeps the barrier until
-        // that changes.
+        // word count 0.95-1.05x, the skewed case 0.95-1.07x, at parity
+        // after the fourth session's changes; the 256 MiB word count
+        // 0.79-0.97x before them). Auto keeps the barrier until pipelining
+        // measures ahead.
         (_, Some(p)) => barrier(format!(
             "auto: sample: {} keys per worker predicted, {:.1} pairs per key: \
-             pipelining could fold while mappers map, but measured slower than the \
+             pipelining could fold while mappers map, but measured no faster than the \
              barrier on such inputs (ember bench pipeline)",
             p.keys_per_worker, p.repeats
         )),
@@ -575,7 +580,7 @@ mod tests {
         let (m, why) = choose(&Pairs, None, false, 2, &many);
         assert_eq!(m, Mode::Barrier, "{why}");
         assert!(why.contains("4000000 keys per worker"), "{why}");
-        assert!(why.contains("measured slower"), "{why}");
+        assert!(why.contains("measured no faster"), "{why}");
         let (m, why) = choose(
             &Pairs,
             Some(Mode::Auto),
