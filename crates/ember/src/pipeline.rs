@@ -110,8 +110,8 @@
 //! table with no buffer (0.69-0.95x on word count: the partition table,
 //! locked while its owner maps, could not be folded into by the other
 //! worker until the end). At parity, not ahead, `Auto` keeps the barrier
-//! (the skewed word count's sample predicts
-//! about 1.1M keys per worker, below [`AUTO_MIN_KEYS`]).
+//! (the skewed word count's sample predicts about 1.1M keys per worker,
+//! below [`AUTO_MIN_KEYS`]).
 
 use std::time::Instant;
 

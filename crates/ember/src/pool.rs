@@ -8,12 +8,13 @@
 //! creates a thread.
 //!
 //! Workers are pinned, one to each CPU the process may run on, when there
-//! are two or more and no more workers than such CPUs (Linux; Phoenix binds its workers the
-//! same way). Measured on the 2-vCPU development VM: two compute-bound
-//! single-threaded processes left to the scheduler sometimes shared one
-//! vCPU (each took 2x as long, 0.47 s against 0.24-0.26 s for PCA's
-//! kernel), and pinned they never did; unpinned 2-thread runs of PCA,
-//! k-means and matrix multiply swung between 1.0x and 2.0x over 1 thread.
+//! are two or more and no more workers than such CPUs (Linux; Phoenix
+//! binds its workers the same way). Measured on the 2-vCPU development VM:
+//! two compute-bound single-threaded processes left to the scheduler
+//! sometimes shared one vCPU (each took 2x as long, 0.47 s against
+//! 0.24-0.26 s for PCA's kernel), and in three trials pinned with
+//! `taskset` they did not; unpinned 2-thread runs of PCA, k-means and
+//! matrix multiply swung between 1.0x and 2.0x over 1 thread.
 
 use crate::error::{Error, Result};
 

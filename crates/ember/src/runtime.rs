@@ -94,9 +94,8 @@ impl RuntimeBuilder {
 
     /// Pin each worker to its own CPU (default: yes, on Linux, when there
     /// are two or more workers and no more than the CPUs the process may
-    /// use). `false` leaves
-    /// the workers to the OS scheduler, for machines shared with other
-    /// pinned work.
+    /// use). `false` leaves the workers to the OS scheduler, for machines
+    /// shared with other pinned work.
     pub fn pin(mut self, pin: bool) -> Self {
         self.unpinned = !pin;
         self

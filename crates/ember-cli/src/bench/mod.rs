@@ -66,8 +66,8 @@ pub(crate) enum Bench {
 /// a 2-thread row can lose its second core to another tenant, or share a
 /// physical core with the first, and these lines say when it did.
 pub(crate) fn run(b: Bench) -> Result<()> {
-    let all = matches!(b, Bench::All);
-    if all {
+    if matches!(b, Bench::All) {
+        // Each bench of the suite prints its own lines.
         return run_one(b);
     }
     let cpus = all_threads(None);
