@@ -8,7 +8,7 @@ use ember::{ContainerKind, Input, RunOptions, Runtime};
 use ember_apps::inverted_index::{build, Docs};
 use ember_apps::text::{text, TextSpec};
 
-use super::{all_threads, median, timed, BenchArgs};
+use super::{all_threads, interleaved, timed, BenchArgs};
 use crate::common::parse_size;
 
 /// `ember bench containers`.
@@ -65,10 +65,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
         .threads(all_threads(a.bench.threads))
         .build()?;
     println!(
-        "containers: inverted index (documents = lines), {:.1} MB inputs, {} threads, median of {} runs",
+        "containers: inverted index (documents = lines), {:.1} MB inputs, {} threads, medians",
         a.size as f64 / 1e6,
         rt.threads(),
-        a.bench.runs.max(1)
     );
     print!("{:<38}", "input");
     for k in KINDS {
@@ -77,25 +76,36 @@ pub(crate) fn run(a: Args) -> Result<()> {
     println!("  auto chose, predicted/actual keys per worker, auto vs best");
     for (name, data) in inputs(a.size) {
         let input = Input::bytes(&data);
-        let mut times = vec![Vec::new(); KINDS.len()];
-        let mut auto_stats = None;
-        for _ in 0..a.bench.runs.max(1) {
-            for (i, &k) in KINDS.iter().enumerate() {
-                let opts = RunOptions {
-                    container: Some(k),
-                    ..Default::default()
-                };
-                let mut stats = None;
-                times[i].push(timed(|| {
-                    stats = Some(build(&rt, &input, Docs::Lines, &opts)?.stats);
-                    Ok(())
-                })?);
-                if k == ContainerKind::Auto {
-                    auto_stats = stats;
-                }
-            }
-        }
-        let t: Vec<f64> = times.into_iter().map(median).collect();
+        // The stats of Auto's last run.
+        let auto_stats = std::cell::Cell::new(None);
+        let mut runs: Vec<Box<dyn FnMut() -> Result<f64>>> = KINDS
+            .iter()
+            .map(|&k| -> Box<dyn FnMut() -> Result<f64>> {
+                let (rt, input, auto_stats) = (&rt, &input, &auto_stats);
+                Box::new(move || {
+                    let opts = RunOptions {
+                        container: Some(k),
+                        ..Default::default()
+                    };
+                    timed(|| {
+                        let stats = build(rt, input, Docs::Lines, &opts)?.stats;
+                        if k == ContainerKind::Auto {
+                            auto_stats.set(Some(stats));
+                        }
+                        Ok(())
+                    })
+                })
+            })
+            .collect();
+        let mut refs: Vec<&mut dyn FnMut() -> Result<f64>> =
+            runs.iter_mut().map(|r| &mut **r as _).collect();
+        let t: Vec<f64> = interleaved(a.bench.runs, &mut refs)?
+            .iter()
+            .map(|t| t.median)
+            .collect();
+        drop(refs);
+        drop(runs);
+        let auto_stats = auto_stats.take();
         let best = t[..KINDS.len() - 1]
             .iter()
             .copied()

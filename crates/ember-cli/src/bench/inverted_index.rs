@@ -99,15 +99,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let postings: usize = want.iter().map(|(_, ids)| ids.len()).sum();
     Report {
         title: format!(
-            "inverted index, {:.1} MB, {documents} documents ({}), {} words, {postings} postings, \
-             median of {} runs",
+            "inverted index, {:.1} MB, {documents} documents ({}), {} words, {postings} postings",
             spec.size as f64 / 1e6,
             match docs {
                 Docs::Lines => "lines".to_string(),
                 Docs::Files => format!("{} files", paths.len()),
             },
             want.len(),
-            a.bench.runs.max(1)
         ),
         amount: spec.size as f64 / 1e6,
         unit: "MB",

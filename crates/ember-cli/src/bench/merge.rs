@@ -7,7 +7,7 @@ use clap::Args as ClapArgs;
 use ember::{Input, MergeKind, RunOptions, Runtime, Stats};
 use ember_apps::sort::{sort_order_input, SortSpec};
 
-use super::{all_threads, median, timed, BenchArgs, Report};
+use super::{all_threads, interleaved, median, timed, BenchArgs, Report};
 use crate::sort::cached_records;
 
 /// `ember bench merge`.
@@ -28,45 +28,48 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let rt = Runtime::builder()
         .threads(all_threads(a.bench.threads))
         .build()?;
-    let kinds = [MergeKind::ConcatSort, MergeKind::PWay];
-    let (mut totals, mut merges) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    let mut merges = [Vec::new(), Vec::new()];
     let mut last: Option<Stats> = None;
     let mut first_order = None;
-    // Round-robin, so that noise on a shared machine hits both alike.
-    for _ in 0..a.bench.runs.max(1) {
-        for (i, &kind) in kinds.iter().enumerate() {
-            let opts = RunOptions {
-                merge: Some(kind),
-                ..Default::default()
-            };
-            let mut stats = None;
-            let t = timed(|| {
-                let order = sort_order_input(&rt, &Input::bytes(data), &opts)?;
-                match &first_order {
-                    None => first_order = Some(order.keys().collect::<Vec<_>>()),
-                    Some(o) if !o.iter().copied().eq(order.keys()) => {
-                        bail!("the two merges ordered the records differently")
-                    }
-                    Some(_) => {}
+    let mut run = |i: usize, kind: MergeKind| {
+        let opts = RunOptions {
+            merge: Some(kind),
+            ..Default::default()
+        };
+        let mut stats = None;
+        let t = timed(|| {
+            let order = sort_order_input(&rt, &Input::bytes(data), &opts)?;
+            match &first_order {
+                None => first_order = Some(order.keys().collect::<Vec<_>>()),
+                Some(o) if !o.iter().copied().eq(order.keys()) => {
+                    bail!("the two merges ordered the records differently")
                 }
-                stats = Some(order.stats);
-                Ok(())
-            })?;
-            let stats = stats.expect("set by the run");
-            totals[i].push(t);
-            merges[i].push(stats.merge_secs);
-            last = Some(stats);
-        }
-    }
-    let [t0, t1] = totals.map(median);
+                Some(_) => {}
+            }
+            stats = Some(order.stats);
+            Ok(())
+        })?;
+        let stats = stats.expect("set by the run");
+        merges[i].push(stats.merge_secs);
+        last = Some(stats);
+        Ok(t)
+    };
+    let run = std::cell::RefCell::new(&mut run);
+    let times = interleaved(
+        a.bench.runs,
+        &mut [
+            &mut || (run.borrow_mut())(0, MergeKind::ConcatSort),
+            &mut || (run.borrow_mut())(1, MergeKind::PWay),
+        ],
+    )?;
     let [m0, m1] = merges.map(median);
     Report {
         title: format!(
-            "merge: sort of {} records ({:.0} MB), {} threads, median of {} runs (whole sort job; merge phase alone: concat-sort {:.3} s, p-way {:.3} s, {:.2}x)",
+            "merge: sort of {} records ({:.0} MB), {} threads (whole sort job; merge phase alone, \
+             medians: concat-sort {:.3} s, p-way {:.3} s, {:.2}x)",
             a.records,
             data.len() as f64 / 1e6,
             rt.threads(),
-            a.bench.runs.max(1),
             m0,
             m1,
             m0 / m1
@@ -74,8 +77,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
         amount: data.len() as f64 / 1e6,
         unit: "MB",
         rows: vec![
-            ("concat + parallel sort".into(), t0),
-            ("one-pass p-way merge".into(), t1),
+            ("concat + parallel sort".into(), times[0]),
+            ("one-pass p-way merge".into(), times[1]),
         ],
     }
     .print();

@@ -347,7 +347,10 @@ pub(crate) fn run(a: Args) -> Result<()> {
         }
         let mut refs: Vec<&mut dyn FnMut() -> Result<f64>> =
             closures.iter_mut().map(|c| &mut **c as _).collect();
-        let times = interleaved(a.runs, &mut refs)?;
+        let times: Vec<f64> = interleaved(Some(a.runs), &mut refs)?
+            .iter()
+            .map(|t| t.median)
+            .collect();
         drop(refs);
         drop(closures);
         let digest = results[0][0].0 .1;

@@ -101,10 +101,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
     )?;
     Report {
         title: format!(
-            "sort, {} records of {RECORD_LEN} bytes ({:.1} MB), median of {} runs",
+            "sort, {} records of {RECORD_LEN} bytes ({:.1} MB)",
             a.records,
             data.len() as f64 / 1e6,
-            a.bench.runs.max(1)
         ),
         amount: data.len() as f64 / 1e6,
         unit: "MB",

@@ -125,11 +125,10 @@ pub(crate) fn run(a: Args) -> Result<()> {
     )?;
     Report {
         title: format!(
-            "word count, {:.1} MB ({} words, {} distinct), median of {} runs",
+            "word count, {:.1} MB ({} words, {} distinct)",
             spec.size as f64 / 1e6,
             c_counts.0,
             c_counts.1,
-            a.bench.runs.max(1)
         ),
         amount: spec.size as f64 / 1e6,
         unit: "MB",
