@@ -378,3 +378,41 @@ fn sampled_pairs_are_neither_lost_nor_counted_twice() {
         }
     }
 }
+
+/// The append container's partitions are sized to the pairs the sample
+/// predicts (about 2^17 pairs each, so that each partition's reduce stays in
+/// the caches), whatever the thread count, and the output does not change.
+#[test]
+fn append_partitions_grow_with_the_predicted_pairs() {
+    let n = 4_000_000u32;
+    let data: Vec<u8> = (0..n)
+        .flat_map(|i| i.wrapping_mul(2_654_435_761).to_le_bytes())
+        .collect();
+    let mut want: Vec<(u32, u64)> = data
+        .chunks_exact(4)
+        .map(|r| (u32::from_le_bytes(r.try_into().unwrap()), 1))
+        .collect();
+    want.sort_unstable();
+    for threads in [1, 2, 3] {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        let job = Tally {
+            hint: ember::KeyHint::Unknown,
+            mapped: Default::default(),
+        };
+        let opts = RunOptions {
+            mode: Some(ember::Mode::Barrier),
+            ..Default::default()
+        };
+        let out = rt.run_with(&job, &Input::bytes(&data), &opts).unwrap();
+        assert_eq!(out.stats.container, "append", "{threads} threads");
+        // 4M pairs predicted: 31 partitions of 2^17 pairs, rounded up to a
+        // power of two (a prediction that runs high or low by a third still
+        // lands between 16 and 64).
+        assert!(
+            (16..=64).contains(&out.stats.partitions),
+            "{threads} threads: {} partitions",
+            out.stats.partitions
+        );
+        assert!(out.pairs == want, "{threads} threads: counts differ");
+    }
+}
