@@ -372,7 +372,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
                 .expect("at least one run")
                 .0
                  .0;
-            let cpu = median(r.iter().map(|x| x.1).collect());
+            // The first run is the untimed warm-up.
+            let cpu = median(r[1..].iter().map(|x| x.1).collect());
             let (batches, peak) = s
                 .pipeline
                 .as_ref()
