@@ -232,6 +232,20 @@ pub(crate) fn one_line(e: &anyhow::Error) -> String {
     parts.join(": ")
 }
 
+/// Lets the process end quietly, as Unix tools do, when the reader of its
+/// standard output goes away (`ember wordcount ... -o - | head`): the Rust
+/// runtime ignores SIGPIPE, so every later write would fail instead, and a
+/// `println!` would panic.
+pub(crate) fn die_on_broken_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called first in `main`, before any other thread exists, and
+    // setting a signal back to its default action has no other
+    // precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// Panics in user code on worker threads come back from the runtime as
 /// errors, printed once by `main`; the default hook would also print them
 /// with a backtrace hint. Panics elsewhere are bugs in ember: one line.

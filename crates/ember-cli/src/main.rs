@@ -58,6 +58,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    common::die_on_broken_pipe();
     common::quiet_worker_panics();
     let cli = Cli::parse();
     let result = match cli.command {
