@@ -54,6 +54,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
         last = Some(stats);
         Ok(t)
     };
+    // Both contenders call `run`, which keeps the state they share (the
+    // first order, to compare with, and the merge times).
     let run = std::cell::RefCell::new(&mut run);
     let times = interleaved(
         a.bench.runs,

@@ -64,7 +64,7 @@ pub(crate) enum Bench {
 /// this VM meanwhile (steal time), and how much compute all CPUs together
 /// delivered just before and just after it ([`capacity`]): on a shared VM,
 /// a 2-thread row can lose its second core to another tenant, or share a
-/// physical core with the first, and these lines say when it did.
+/// physical core with other work, and these lines say when it did.
 pub(crate) fn run(b: Bench) -> Result<()> {
     if matches!(b, Bench::All) {
         // Each bench of the suite prints its own lines.
@@ -79,23 +79,36 @@ pub(crate) fn run(b: Bench) -> Result<()> {
             end - start
         );
     }
+    let after = capacity(cpus);
     println!(
-        "capacity  {cpus} threads together ran a compute loop at {:.2}x one thread's rate \
-         before this bench, {:.2}x after ({cpus}.00x: {cpus} free cores)",
-        before.1,
-        capacity(cpus)
+        "capacity  {cpus} threads vs 1, before and after this bench: compute loop {:.2}x, \
+         {:.2}x; latency-bound loop {:.2}x, {:.2}x\n          \
+         ({cpus}.00x: {cpus} free cores; the compute loop low but not the latency-bound one: \
+         the CPUs shared cores' execution units with other work, as SMT siblings do)",
+        before.1.throughput, after.throughput, before.1.latency, after.latency
     );
     Ok(())
 }
 
-/// How many times one thread's rate `threads` threads reach together on a
-/// compute loop: independent multiply chains, which keep a core's
-/// multiplier busy, so two threads on one physical core (hyperthreads, as
-/// a host may place two vCPUs) reach about 1x, and on two free cores 2x.
-/// Takes about 0.1 s.
-fn capacity(threads: usize) -> f64 {
-    fn work(rounds: u64) -> [u64; 8] {
-        let mut h: [u64; 8] = std::array::from_fn(|i| i as u64 + 1);
+/// What [`capacity`] measured: how many times one thread's rate all
+/// threads together reached, on two loops.
+struct Capacity {
+    /// Independent multiply chains, which keep a core's multiplier busy:
+    /// two threads on one physical core (SMT siblings, as a host may place
+    /// two vCPUs, or one vCPU beside another tenant's) reach about 1x
+    /// together, on two free cores 2x.
+    throughput: f64,
+    /// One dependent multiply chain, which leaves most of a core idle:
+    /// SMT siblings reach about 2x on it as well, so it stays high while
+    /// `throughput` drops when the CPUs share a core, and drops with it
+    /// when a CPU is not running at all.
+    latency: f64,
+}
+
+/// Measures [`Capacity`] on `threads` threads, about 0.1 s.
+fn capacity(threads: usize) -> Capacity {
+    fn chains<const N: usize>(rounds: u64) -> [u64; N] {
+        let mut h: [u64; N] = std::array::from_fn(|i| i as u64 + 1);
         for _ in 0..rounds {
             for x in &mut h {
                 *x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (*x >> 7);
@@ -103,28 +116,40 @@ fn capacity(threads: usize) -> f64 {
         }
         std::hint::black_box(h)
     }
-    let timed = |f: &dyn Fn()| {
+    let timed = |f: &(dyn Fn() + Sync)| {
         let t = std::time::Instant::now();
         f();
         t.elapsed().as_secs_f64()
     };
-    // About 20 ms of work for one thread.
-    let probe = 1 << 18;
-    let per_round = timed(&|| {
-        work(probe);
-    }) / probe as f64;
-    let rounds = (0.02 / per_round.max(1e-12)) as u64;
-    let alone = timed(&|| {
-        work(rounds);
-    });
-    let together = timed(&|| {
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| work(rounds));
-            }
-        })
-    });
-    threads as f64 * alone / together.max(1e-12)
+    let ratio = |work: fn(u64), rounds: u64| {
+        let alone = timed(&|| work(rounds));
+        let together = timed(&|| {
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(|| work(rounds));
+                }
+            })
+        });
+        threads as f64 * alone / together.max(1e-12)
+    };
+    // About 20 ms of work for one thread, per loop.
+    let rounds = |work: fn(u64)| {
+        let probe = 1 << 16;
+        let per_round = timed(&|| work(probe)) / probe as f64;
+        (0.02 / per_round.max(1e-12)) as u64
+    };
+    let (wide, narrow): (fn(u64), fn(u64)) = (
+        |r| {
+            chains::<8>(r);
+        },
+        |r| {
+            chains::<1>(r);
+        },
+    );
+    Capacity {
+        throughput: ratio(wide, rounds(wide)),
+        latency: ratio(narrow, rounds(narrow)),
+    }
 }
 
 /// Seconds of steal time summed over all CPUs (`/proc/stat`), if known.
