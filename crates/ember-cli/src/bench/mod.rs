@@ -138,14 +138,12 @@ fn capacity(threads: usize) -> Capacity {
         let per_round = timed(&|| work(probe)) / probe as f64;
         (0.02 / per_round.max(1e-12)) as u64
     };
-    let (wide, narrow): (fn(u64), fn(u64)) = (
-        |r| {
-            chains::<8>(r);
-        },
-        |r| {
-            chains::<1>(r);
-        },
-    );
+    fn wide(rounds: u64) {
+        chains::<8>(rounds);
+    }
+    fn narrow(rounds: u64) {
+        chains::<1>(rounds);
+    }
     Capacity {
         throughput: ratio(wide, rounds(wide)),
         latency: ratio(narrow, rounds(narrow)),
