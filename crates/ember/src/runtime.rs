@@ -67,9 +67,9 @@ const SMALL_REDUCE: usize = 1 << 12;
 /// and both stay in the caches only for small partitions (Phoenix
 /// Rebirth's bucket counts sized to the keys). Measured on the inverted
 /// index of the 256 MiB corpus (30.5M pairs, 943K keys), 2 threads: the
-/// reduce took 1.0-1.3 s with 8 partitions, 0.5-0.8 s with 64 and
-/// 0.40-0.47 s with 256 (117K pairs each); 512 made the map and the merge
-/// slower.
+/// reduce took 0.8-1.3 s with 8 partitions, 0.5-0.8 s with 64, 0.4-0.6 s
+/// with 128 and 0.40-0.47 s with 256 (119K pairs each); 512 made the map
+/// and the merge slower.
 const APPEND_PAIRS_PER_PARTITION: u64 = 1 << 17;
 /// The most partitions the append container is given.
 const MAX_APPEND_PARTITIONS: usize = 1 << 10;

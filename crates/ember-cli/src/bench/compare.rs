@@ -51,8 +51,9 @@ fn read_fresh_map(file: &Path, threads: usize) -> Result<()> {
     Ok(())
 }
 
-/// Times the contenders (interleaved, medians and best runs) and prints the table, the
-/// bandwidth shares, and the stats of ember's last all-threads run.
+/// Times the contenders (interleaved; medians and best runs) and prints
+/// the table, the bandwidth shares, and the stats of ember's last
+/// all-threads run.
 /// `sequential` and `ember` check their own results.
 pub(crate) fn compare(
     setup: Setup<'_>,

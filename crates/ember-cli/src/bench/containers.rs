@@ -103,8 +103,6 @@ pub(crate) fn run(a: Args) -> Result<()> {
             .iter()
             .map(|t| t.median)
             .collect();
-        drop(refs);
-        drop(runs);
         let auto_stats = auto_stats.take();
         let best = t[..KINDS.len() - 1]
             .iter()
