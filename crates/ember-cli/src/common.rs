@@ -77,6 +77,12 @@ impl RunArgs {
         }
     }
 
+    /// Calls `f` with the run options, showing its progress as
+    /// [`progress_while`] does.
+    pub(crate) fn with_progress<T>(&self, f: impl FnOnce(&ember::RunOptions) -> T) -> T {
+        progress_while(self.options(), f)
+    }
+
     /// Opens input files as `--ingest` says; `-` alone is standard input
     /// (always chunked).
     pub(crate) fn open(&self, files: &[PathBuf]) -> Result<ember::Input<'static>> {
@@ -258,6 +264,55 @@ pub(crate) fn quiet_worker_panics() {
             eprintln!("ember: internal error: {info}");
         }
     }));
+}
+
+/// Runs `f` with `opts` plus a progress counter, and meanwhile shows on
+/// standard error how many input bytes the map tasks have done, with the
+/// rate: from a second into the run (short runs show nothing), on a
+/// terminal only, cleared when `f` returns, before any result is printed.
+/// A multi-job command (k-means, PCA) counts every job's bytes.
+pub(crate) fn progress_while<T>(
+    opts: ember::RunOptions,
+    f: impl FnOnce(&ember::RunOptions) -> T,
+) -> T {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+    use std::time::{Duration, Instant};
+    let counter = std::sync::Arc::new(AtomicU64::new(0));
+    let opts = ember::RunOptions {
+        progress: Some(counter.clone()),
+        ..opts
+    };
+    let done = AtomicBool::new(false);
+    let show = || {
+        // Hidden for the first second, but counting from the start, so
+        // that the rate and the elapsed time are the run's.
+        let start = Instant::now();
+        let bar =
+            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden())
+                .with_style(
+                    indicatif::ProgressStyle::with_template(
+                        "{spinner} mapped {bytes} ({bytes_per_sec}), {elapsed}",
+                    )
+                    .expect("valid template"),
+                );
+        let mut shown = false;
+        while !done.load(Relaxed) {
+            std::thread::park_timeout(Duration::from_millis(100));
+            if !shown && start.elapsed() >= Duration::from_secs(1) {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                shown = true;
+            }
+            bar.set_position(counter.load(Relaxed));
+        }
+        bar.finish_and_clear();
+    };
+    std::thread::scope(|s| {
+        let shower = s.spawn(show);
+        let out = f(&opts);
+        done.store(true, Relaxed);
+        shower.thread().unpark();
+        out
+    })
 }
 
 /// A progress bar on standard error (drawn only on a terminal).

@@ -81,7 +81,7 @@ pub(crate) fn count(
 /// Runs `ember histogram`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let rt = a.run.runtime()?;
-    let (counts, stats) = count(&rt, &a.file, &a.run.options())?;
+    let (counts, stats) = a.run.with_progress(|o| count(&rt, &a.file, o))?;
     write_output(a.output.as_deref(), |w| {
         for (key, n) in counts.iter().enumerate() {
             writeln!(w, "{}\t{}\t{n}", CHANNELS[key / 256], key % 256)?;

@@ -99,7 +99,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     };
     let rt = a.run.runtime()?;
     let docs = if a.lines { Docs::Lines } else { Docs::Files };
-    let built = build(&rt, &input, docs, &a.run.options())?;
+    let built = a.run.with_progress(|o| build(&rt, &input, docs, o))?;
     write_output(a.output.as_deref(), |mut w| {
         Ok(write_index(&built.index, &mut w)?)
     })?;

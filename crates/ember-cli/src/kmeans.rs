@@ -81,14 +81,22 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let input = numeric::open(&a.file)?;
     let points = numeric::matrix(&input)?;
     let rt = a.run.runtime()?;
-    let (c, stats) = kmeans::run(&rt, &points, a.params.params(), &a.run.options(), |p, s| {
-        if a.verbose {
-            eprintln!(
-                "iteration {:>4}: {:>4} means changed, {:.3} s",
-                p.iteration, p.changed, s.total_secs
-            );
-        }
-    })?;
+    let run = |o: &ember::RunOptions| {
+        kmeans::run(&rt, &points, a.params.params(), o, |p, s| {
+            if a.verbose {
+                eprintln!(
+                    "iteration {:>4}: {:>4} means changed, {:.3} s",
+                    p.iteration, p.changed, s.total_secs
+                );
+            }
+        })
+    };
+    // The iteration lines are the progress of a verbose run.
+    let (c, stats) = if a.verbose {
+        run(&a.run.options())
+    } else {
+        a.run.with_progress(run)
+    }?;
     write_output(a.output.as_deref(), |w| write_clusters(&c, w))?;
     summarize(&c, points.rows, stats.total_secs);
     a.run.report(&stats)

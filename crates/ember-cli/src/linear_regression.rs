@@ -68,7 +68,9 @@ pub(crate) fn sums(
 /// Runs `ember linear-regression`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let rt = a.run.runtime()?;
-    let (sums, stats) = sums(&rt, &a.file, a.run.ingest, &a.run.options())?;
+    let (sums, stats) = a
+        .run
+        .with_progress(|o| sums(&rt, &a.file, a.run.ingest, o))?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{:<4} {:>22}", "N", sums.n)?;
     for (name, s) in SUM_NAMES.iter().zip(sums.s) {

@@ -58,7 +58,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let (ia, ib) = (numeric::open(&a.a)?, numeric::open(&a.b)?);
     let (ma, mb) = (numeric::matrix(&ia)?, numeric::matrix(&ib)?);
     let rt = a.run.runtime()?;
-    let (c, stats) = matrix_multiply::run(&rt, &ma, &mb, &a.run.options())?;
+    let (c, stats) = a
+        .run
+        .with_progress(|o| matrix_multiply::run(&rt, &ma, &mb, o))?;
     write_output(a.output.as_deref(), |mut w| {
         Ok(matrix::write(c.rows, c.cols, &c.values(), &mut w)?)
     })?;

@@ -55,7 +55,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let input = numeric::open(&a.file)?;
     let m = numeric::matrix(&input)?;
     let rt = a.run.runtime()?;
-    let (p, stats) = pca::run(&rt, &m, &a.run.options())?;
+    let (p, stats) = a.run.with_progress(|o| pca::run(&rt, &m, o))?;
     write_output(a.output.as_deref(), |w| write_results(&p, w))?;
     summarize(&p, stats.total_secs);
     a.run.report(&stats)

@@ -42,7 +42,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let input = Input::file(&a.file)?;
     let rt = a.run.runtime()?;
     let data = input.part_bytes(0);
-    let order = sort_order(&rt, data, &a.run.options())
+    let order = a
+        .run
+        .with_progress(|o| sort_order(&rt, data, o))
         .with_context(|| format!("cannot sort '{}'", a.file.display()))?;
     let start = std::time::Instant::now();
     let mut w = create_output(&a.out)?;

@@ -94,7 +94,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
     };
     let targets = Targets::new(&words)?;
     let rt = a.run.runtime()?;
-    let (matches, stats) = search(&rt, &a.file, a.run.ingest, &targets, &a.run.options())?;
+    let (matches, stats) = a
+        .run
+        .with_progress(|o| search(&rt, &a.file, a.run.ingest, &targets, o))?;
     let mut out = std::io::stdout().lock();
     for (word, offsets) in words.iter().zip(&matches) {
         write!(out, "{word}\t{} lines", offsets.len())?;

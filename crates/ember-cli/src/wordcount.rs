@@ -9,7 +9,7 @@ use ember::{Bytes, Input, Output, RunOptions, Runtime};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
 
-use crate::common::{create_output, parse_size, RunArgs};
+use crate::common::{create_output, parse_size, progress_while, RunArgs};
 
 /// `ember wordcount`.
 #[derive(ClapArgs)]
@@ -50,7 +50,8 @@ fn count(
     let (best, stats) = match output {
         Some(path) => {
             // Everything, sorted by word; the top k are selected from it.
-            let Output { pairs, stats } = rt.run_with(&WordCount::new(), input, &opts)?;
+            let Output { pairs, stats } =
+                progress_while(opts, |o| rt.run_with(&WordCount::new(), input, o))?;
             let mut w = create_output(path)?;
             for (word, n) in &pairs {
                 w.write_all(word.as_bytes())?;
@@ -72,7 +73,7 @@ fn count(
                 top: Some(top),
                 ..opts
             };
-            let out = rt.run_with(&WordCount::by_count(), input, &opts)?;
+            let out = progress_while(opts, |o| rt.run_with(&WordCount::by_count(), input, o))?;
             (out.pairs, out.stats)
         }
     };

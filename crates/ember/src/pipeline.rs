@@ -113,6 +113,7 @@
 //! (the skewed word count's sample predicts about 1.1M keys per worker,
 //! below [`AUTO_MIN_KEYS`]).
 
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -388,7 +389,7 @@ pub(crate) fn run<J: Job>(
     job: &J,
     input: &Input<'_>,
     (all, sample, sampled): Work<'_, J>,
-    opts: &PipelineOptions,
+    (opts, progress): (&PipelineOptions, Option<&AtomicU64>),
     stats: &mut Stats,
 ) -> Result<Vec<Run<J>>> {
     let (splits, seeds, seed_pairs) = match sampled {
@@ -416,7 +417,7 @@ pub(crate) fn run<J: Job>(
         .max_buffered_bytes
         .unwrap_or_else(default_max_buffered_bytes);
     let sizing = exchange::Sizing::new::<J>(opts.buffer_bytes, max_bytes, mappers, threads)?;
-    let x = exchange::Exchange::new(job, threads, splits.len(), sizing);
+    let x = exchange::Exchange::new(job, threads, splits.len(), sizing, progress);
 
     let start = Instant::now();
     let reports = pool.broadcast(|w| {
@@ -544,7 +545,7 @@ mod tests {
                 ..Default::default()
             };
             let work = (&splits[..], &sample[..], Some(containers));
-            let runs = run(&pool, &Pairs, &input, work, &opts, &mut stats).unwrap();
+            let runs = run(&pool, &Pairs, &input, work, (&opts, None), &mut stats).unwrap();
             let mut got: Vec<(u16, u64)> = runs.into_iter().flatten().collect();
             got.sort();
             assert_eq!(got, expected(&data), "{threads} threads");

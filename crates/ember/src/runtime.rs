@@ -21,7 +21,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -154,6 +154,13 @@ pub struct RunOptions {
     pub mode: Option<Mode>,
     /// Buffer size and memory bound of the pipelined mode.
     pub pipeline: PipelineOptions,
+    /// A counter the run adds each split's bytes to once the split is
+    /// mapped, for a progress display polled from another thread (`ember`
+    /// draws a bar from it). After a run's map phase it has grown by the
+    /// input's size: sampled splits count once, whether the sample's work
+    /// is kept or the splits are mapped again. Relaxed atomic adds, one
+    /// per split.
+    pub progress: Option<Arc<AtomicU64>>,
 }
 
 /// The result of a run: the output pairs in order, and the stats.
@@ -408,15 +415,20 @@ impl Runtime {
             stats.ingest = if input.is_mapped() { "mmap" } else { "memory" }.into();
         }
 
-        // The sample's output is kept only by the hash container: the other
-        // kinds map every split, the sampled ones included.
+        // The sample's output is kept only by the hash container and the
+        // pipelined mode: the other kinds map every split, the sampled ones
+        // included. Kept splits are not mapped again: they count as done.
+        if sampled.is_some() && (pipelined || kind == ContainerKind::Hash) {
+            let bytes = sample.iter().map(|&i| splits[i].end - splits[i].start);
+            add_progress(opts.progress.as_deref(), bytes.sum());
+        }
         let runs = if pipelined {
             pipeline::run(
                 &self.pool,
                 job,
                 input,
                 (&splits, &sample, sampled),
-                &opts.pipeline,
+                (&opts.pipeline, opts.progress.as_deref()),
                 &mut stats,
             )?
         } else {
@@ -667,8 +679,12 @@ impl Runtime {
         records: Records,
         opts: &RunOptions,
     ) -> Result<Source<'i, 'a>> {
+        let progress = opts.progress.clone();
         if !input.is_streamed() {
-            return Ok(Source::Memory(input, splits));
+            return Ok(Source {
+                from: Feed::Memory(input, splits),
+                progress,
+            });
         }
         let chunk_size = opts.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE);
         let buffers = opts.chunk_buffers.unwrap_or(DEFAULT_CHUNK_BUFFERS);
@@ -681,10 +697,13 @@ impl Runtime {
             .split_size
             .or(self.split_size)
             .unwrap_or_else(|| default_split_size(chunk_size, self.threads()));
-        Ok(Source::Stream {
-            reader: ChunkReader::new(input.take_streams()?, records, chunk_size),
-            split_size,
-            buffers,
+        Ok(Source {
+            from: Feed::Stream {
+                reader: ChunkReader::new(input.take_streams()?, records, chunk_size),
+                split_size,
+                buffers,
+            },
+            progress,
         })
     }
 
@@ -754,8 +773,14 @@ impl Runtime {
         new_worker: impl Fn(usize) -> W + Sync,
         map: impl Fn(&mut W, usize, Split<'_>) + Sync,
     ) -> Result<Vec<(W, u64)>> {
-        let (reader, target, buffers) = match source {
-            Source::Memory(input, splits) => {
+        let progress = source.progress.as_deref();
+        let map = |w: &mut W, i: usize, split: Split<'_>| {
+            let bytes = split.data.len();
+            map(w, i, split);
+            add_progress(progress, bytes);
+        };
+        let (reader, target, buffers) = match source.from {
+            Feed::Memory(input, splits) => {
                 return self.map_phase(
                     splits.len(),
                     |i| split_in(input, &splits[i]),
@@ -763,7 +788,7 @@ impl Runtime {
                     map,
                 );
             }
-            Source::Stream {
+            Feed::Stream {
                 reader,
                 split_size,
                 buffers,
@@ -840,8 +865,14 @@ impl Runtime {
     }
 }
 
-/// Where a run's map input comes from.
-enum Source<'i, 'a> {
+/// Where a run's map input comes from, and the run's progress counter.
+struct Source<'i, 'a> {
+    from: Feed<'i, 'a>,
+    progress: Option<Arc<AtomicU64>>,
+}
+
+/// The input side of a [`Source`].
+enum Feed<'i, 'a> {
     /// An in-memory input and the splits to map.
     Memory(&'i Input<'a>, Vec<SplitRange>),
     /// A streamed input, read in chunks.
@@ -855,11 +886,18 @@ enum Source<'i, 'a> {
 impl Source<'_, '_> {
     /// How the input is read, for the stats.
     fn name(&self, input: &Input<'_>) -> &'static str {
-        match self {
-            Source::Stream { .. } => "chunked",
-            Source::Memory(..) if input.is_mapped() => "mmap",
-            Source::Memory(..) => "memory",
+        match self.from {
+            Feed::Stream { .. } => "chunked",
+            Feed::Memory(..) if input.is_mapped() => "mmap",
+            Feed::Memory(..) => "memory",
         }
+    }
+}
+
+/// Adds a mapped split's bytes to a run's progress counter, if it has one.
+fn add_progress(progress: Option<&AtomicU64>, bytes: usize) {
+    if let Some(p) = progress {
+        p.fetch_add(bytes as u64, Relaxed);
     }
 }
 

@@ -416,3 +416,61 @@ fn append_partitions_grow_with_the_predicted_pairs() {
         assert!(out.pairs == want, "{threads} threads: counts differ");
     }
 }
+
+/// `RunOptions::progress` grows by exactly the input's size on every path:
+/// a kept sample (hash), a sample mapped again (append, hash_tree), the
+/// pipelined mode, a streamed input and a map-only job.
+#[test]
+fn progress_counts_every_input_byte_once() {
+    use ember::{ContainerKind as C, KeyHint as H, Mode};
+    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+    use std::sync::Arc;
+    let n = 200_000u32;
+    let input =
+        |key: fn(u32) -> u32| -> Vec<u8> { (0..n).flat_map(|i| key(i).to_le_bytes()).collect() };
+    let few = input(|i| i.wrapping_mul(2_654_435_761) % 100);
+    let unique = input(|i| i.wrapping_mul(2_654_435_761));
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let opts = |container, mode, progress: &Arc<AtomicU64>| RunOptions {
+        split_size: Some(4096),
+        chunk_size: Some(100_000),
+        container: Some(container),
+        mode: Some(mode),
+        progress: Some(progress.clone()),
+        ..Default::default()
+    };
+    let cases = [
+        (&few, C::Auto, Mode::Barrier, "hash", false),
+        (&unique, C::Auto, Mode::Barrier, "append", false),
+        (&few, C::HashTree, Mode::Barrier, "hash_tree", false),
+        (&few, C::Auto, Mode::Pipelined, "hash", false),
+        (&few, C::Auto, Mode::Barrier, "hash", true),
+    ];
+    for (data, container, mode, chosen, streamed) in cases {
+        let label = format!("{container}, {mode}, streamed: {streamed}");
+        let progress = Arc::new(AtomicU64::new(0));
+        let job = Tally {
+            hint: H::Unknown,
+            mapped: Default::default(),
+        };
+        let input = if streamed {
+            Input::reader("bytes", std::io::Cursor::new(data.clone()))
+        } else {
+            Input::bytes(data)
+        };
+        let out = rt
+            .run_with(&job, &input, &opts(container, mode, &progress))
+            .unwrap();
+        assert_eq!(out.stats.container, chosen, "{label}");
+        assert_eq!(progress.load(SeqCst), data.len() as u64, "{label}");
+    }
+    let lines = b"b\na\nb\nc\na\n".repeat(5000);
+    let progress = Arc::new(AtomicU64::new(0));
+    rt.run_map_only(
+        &Lines,
+        &Input::bytes(&lines),
+        &opts(C::Auto, Mode::Auto, &progress),
+    )
+    .unwrap();
+    assert_eq!(progress.load(SeqCst), lines.len() as u64, "map-only");
+}

@@ -23,7 +23,7 @@
 //! the caller fixed the kind).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -236,6 +236,8 @@ pub(super) struct Exchange<'j, J: Job> {
     pub(super) next_split: AtomicUsize,
     /// Splits in all.
     pub(super) splits: usize,
+    /// The run's progress counter: each split's bytes once it is mapped.
+    pub(super) progress: Option<&'j AtomicU64>,
     /// Workers that have not yet sent their last buffer (every worker
     /// sends: its map output, or its share of a kept sample). Each worker
     /// decrements it once, with release ordering, after its last send;
@@ -273,7 +275,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl<'j, J: Job> Exchange<'j, J> {
     /// The exchange of a run with `workers` workers.
-    pub(super) fn new(job: &'j J, workers: usize, splits: usize, sizing: Sizing) -> Self {
+    pub(super) fn new(
+        job: &'j J,
+        workers: usize,
+        splits: usize,
+        sizing: Sizing,
+        progress: Option<&'j AtomicU64>,
+    ) -> Self {
         Exchange {
             job,
             workers,
@@ -287,6 +295,7 @@ impl<'j, J: Job> Exchange<'j, J> {
             free: (0..workers).map(|_| Chan::new()).collect(),
             next_split: AtomicUsize::new(0),
             splits,
+            progress,
             mappers_left: AtomicUsize::new(workers),
             wanted: AtomicBool::new(false),
             allocated: AtomicUsize::new(0),
