@@ -682,7 +682,7 @@ impl Runtime {
         let progress = opts.progress.clone();
         if !input.is_streamed() {
             return Ok(Source {
-                from: Feed::Memory(input, splits),
+                feed: Feed::Memory(input, splits),
                 progress,
             });
         }
@@ -698,7 +698,7 @@ impl Runtime {
             .or(self.split_size)
             .unwrap_or_else(|| default_split_size(chunk_size, self.threads()));
         Ok(Source {
-            from: Feed::Stream {
+            feed: Feed::Stream {
                 reader: ChunkReader::new(input.take_streams()?, records, chunk_size),
                 split_size,
                 buffers,
@@ -779,7 +779,7 @@ impl Runtime {
             map(w, i, split);
             add_progress(progress, bytes);
         };
-        let (reader, target, buffers) = match source.from {
+        let (reader, target, buffers) = match source.feed {
             Feed::Memory(input, splits) => {
                 return self.map_phase(
                     splits.len(),
@@ -867,7 +867,7 @@ impl Runtime {
 
 /// Where a run's map input comes from, and the run's progress counter.
 struct Source<'i, 'a> {
-    from: Feed<'i, 'a>,
+    feed: Feed<'i, 'a>,
     progress: Option<Arc<AtomicU64>>,
 }
 
@@ -886,7 +886,7 @@ enum Feed<'i, 'a> {
 impl Source<'_, '_> {
     /// How the input is read, for the stats.
     fn name(&self, input: &Input<'_>) -> &'static str {
-        match self.from {
+        match self.feed {
             Feed::Stream { .. } => "chunked",
             Feed::Memory(..) if input.is_mapped() => "mmap",
             Feed::Memory(..) => "memory",

@@ -296,6 +296,18 @@ impl Job for Tally {
     }
 }
 
+/// Records in the [`keyed`] inputs.
+const RECORDS: u32 = 200_000;
+/// 100 keys, each repeated.
+const FEW: fn(u32) -> u32 = |i| i.wrapping_mul(2_654_435_761) % 100;
+/// Every key once.
+const UNIQUE: fn(u32) -> u32 = |i| i.wrapping_mul(2_654_435_761);
+
+/// [`RECORDS`] 4-byte records for [`Tally`], record `i` holding `key(i)`.
+fn keyed(key: fn(u32) -> u32) -> Vec<u8> {
+    (0..RECORDS).flat_map(|i| key(i).to_le_bytes()).collect()
+}
+
 /// What the sample did.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Sampled {
@@ -315,11 +327,8 @@ enum Sampled {
 #[test]
 fn sampled_pairs_are_neither_lost_nor_counted_twice() {
     use ember::{ContainerKind as C, KeyHint as H, Mode};
-    let n = 200_000u32;
-    let input =
-        |key: fn(u32) -> u32| -> Vec<u8> { (0..n).flat_map(|i| key(i).to_le_bytes()).collect() };
-    let few = input(|i| i.wrapping_mul(2_654_435_761) % 100);
-    let unique = input(|i| i.wrapping_mul(2_654_435_761));
+    let n = RECORDS;
+    let (few, unique) = (keyed(FEW), keyed(UNIQUE));
     let cases = [
         (H::Unknown, &few, C::Auto, "hash", Sampled::Kept),
         (H::Unknown, &unique, C::Auto, "append", Sampled::Redone),
@@ -425,11 +434,7 @@ fn progress_counts_every_input_byte_once() {
     use ember::{ContainerKind as C, KeyHint as H, Mode};
     use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
     use std::sync::Arc;
-    let n = 200_000u32;
-    let input =
-        |key: fn(u32) -> u32| -> Vec<u8> { (0..n).flat_map(|i| key(i).to_le_bytes()).collect() };
-    let few = input(|i| i.wrapping_mul(2_654_435_761) % 100);
-    let unique = input(|i| i.wrapping_mul(2_654_435_761));
+    let (few, unique) = (keyed(FEW), keyed(UNIQUE));
     let rt = Runtime::builder().threads(2).build().unwrap();
     let opts = |container, mode, progress: &Arc<AtomicU64>| RunOptions {
         split_size: Some(4096),
