@@ -348,28 +348,45 @@ pub fn build(rt: &Runtime, input: &Input<'_>, docs: Docs, opts: &RunOptions) -> 
 /// then lays the postings out word by word, already in document order
 /// (documents are visited in id order); finally the words are sorted.
 pub fn sequential(parts: &[&[u8]], docs: Docs) -> Result<Index> {
-    /// A word, its number, and the last document it was seen in.
-    type Slot = (Bytes, u32, DocId);
-    let mut table: HashTable<Slot> = HashTable::with_capacity(1 << 16);
-    let mut postings: Vec<(u32, DocId)> = Vec::new();
-    let mut add = |word: &[u8], doc: DocId| {
+    let mut all = Numbered::default();
+    for_each_posting(parts, docs, |word, doc| all.add(word, doc))?;
+    let mut index = all.into_index();
+    index.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(index)
+}
+
+/// [`sequential`] done the way ember's reduce does it, as a second
+/// baseline: every `(word, document)` is first appended to one of a few
+/// hundred buckets by the word's hash (one per MiB of input, at most
+/// 1024), then each bucket is indexed as [`sequential`] indexes the whole
+/// input. A bucket's table and counting sort fit in the caches, which the
+/// whole input's do not (on the 256 MiB corpus: 943K words, 30.5M
+/// postings). Tested against [`sequential`].
+pub fn sequential_partitioned(parts: &[&[u8]], docs: Docs) -> Result<Index> {
+    let bytes: usize = parts.iter().map(|p| p.len()).sum();
+    let buckets = (bytes >> 20).max(1).next_power_of_two().min(1 << 10);
+    let mut pairs: Vec<Vec<(Bytes, DocId)>> = (0..buckets).map(|_| Vec::new()).collect();
+    for_each_posting(parts, docs, |word, doc| {
         let probe = Bytes::probe(word);
-        let hash = Bytes::probe_hash(&probe);
-        let next = table.len() as u32;
-        match table.entry(hash, |e| e.0.matches(&probe), |e| e.0.hash_owned()) {
-            Entry::Occupied(mut o) => {
-                let slot = o.get_mut();
-                if slot.2 != doc {
-                    slot.2 = doc;
-                    postings.push((slot.1, doc));
-                }
-            }
-            Entry::Vacant(v) => {
-                v.insert((Bytes::from_probe(&probe), next, doc));
-                postings.push((next, doc));
-            }
+        // The hash's top bits: the tables below index by its low bits.
+        let b = (Bytes::probe_hash(&probe) >> 54) as usize & (buckets - 1);
+        pairs[b].push((Bytes::from_probe(&probe), doc));
+    })?;
+    let mut index = Index::new();
+    for bucket in pairs {
+        let mut postings = Numbered::default();
+        for (word, doc) in bucket {
+            postings.add(word.as_bytes(), doc);
         }
-    };
+        index.extend(postings.into_index());
+    }
+    index.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(index)
+}
+
+/// Calls `add(word, document)` for every word of every document, in
+/// document order.
+fn for_each_posting(parts: &[&[u8]], docs: Docs, mut add: impl FnMut(&[u8], DocId)) -> Result<()> {
     match docs {
         Docs::Files => {
             check_doc_count(parts.len() as u64)?;
@@ -392,30 +409,68 @@ pub fn sequential(parts: &[&[u8]], docs: Docs) -> Result<Index> {
             }
         }
     }
-    // Counting sort by word number: `start[w]..start[w + 1]` will hold
-    // word w's documents.
-    let mut start = vec![0usize; table.len() + 1];
-    for &(w, _) in &postings {
-        start[w as usize + 1] += 1;
+    Ok(())
+}
+
+/// Words numbered in a hash table, each with the last document it was seen
+/// in, and the distinct `(word number, document)` postings in order.
+#[derive(Default)]
+struct Numbered {
+    /// A word, its number, and the last document it was seen in.
+    table: HashTable<(Bytes, u32, DocId)>,
+    postings: Vec<(u32, DocId)>,
+}
+
+impl Numbered {
+    /// Adds a word seen in `doc` (documents come in id order).
+    fn add(&mut self, word: &[u8], doc: DocId) {
+        let probe = Bytes::probe(word);
+        let hash = Bytes::probe_hash(&probe);
+        let next = self.table.len() as u32;
+        match self
+            .table
+            .entry(hash, |e| e.0.matches(&probe), |e| e.0.hash_owned())
+        {
+            Entry::Occupied(mut o) => {
+                let slot = o.get_mut();
+                if slot.2 != doc {
+                    slot.2 = doc;
+                    self.postings.push((slot.1, doc));
+                }
+            }
+            Entry::Vacant(v) => {
+                v.insert((Bytes::from_probe(&probe), next, doc));
+                self.postings.push((next, doc));
+            }
+        }
     }
-    for w in 0..table.len() {
-        start[w + 1] += start[w];
+
+    /// Every word with its documents, in no particular word order.
+    fn into_index(self) -> Index {
+        let Numbered { table, postings } = self;
+        // Counting sort by word number: `start[w]..start[w + 1]` will hold
+        // word w's documents.
+        let mut start = vec![0usize; table.len() + 1];
+        for &(w, _) in &postings {
+            start[w as usize + 1] += 1;
+        }
+        for w in 0..table.len() {
+            start[w + 1] += start[w];
+        }
+        let mut next = start.clone();
+        let mut laid_out = vec![0; postings.len()];
+        for (w, doc) in postings {
+            laid_out[next[w as usize]] = doc;
+            next[w as usize] += 1;
+        }
+        table
+            .into_iter()
+            .map(|(word, w, _)| {
+                let w = w as usize;
+                (word, laid_out[start[w]..start[w + 1]].to_vec())
+            })
+            .collect()
     }
-    let mut next = start.clone();
-    let mut laid_out = vec![0; postings.len()];
-    for (w, doc) in postings {
-        laid_out[next[w as usize]] = doc;
-        next[w as usize] += 1;
-    }
-    let mut index: Index = table
-        .into_iter()
-        .map(|(word, w, _)| {
-            let w = w as usize;
-            (word, laid_out[start[w]..start[w + 1]].to_vec())
-        })
-        .collect();
-    index.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    Ok(index)
 }
 
 /// The lines of `data`, each with its newline (the last one may lack it).

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use ember::{Bytes, ContainerKind, Input, RunOptions, Runtime};
-use ember_apps::inverted_index::{build, doc_name, sequential, write_docs, DocId, Docs, Index};
+use ember_apps::inverted_index::{
+    build, doc_name, sequential, sequential_partitioned, write_docs, DocId, Docs, Index,
+};
 use ember_apps::text::{text, TextSpec};
 
 const THREADS: [usize; 3] = [1, 2, 7];
@@ -25,6 +27,10 @@ fn spec(size: u64, vocab: usize, seed: u64) -> TextSpec {
 fn check_all(input: &Input<'_>, docs: Docs) -> Index {
     let parts: Vec<&[u8]> = (0..input.parts()).map(|p| input.part_bytes(p)).collect();
     let want = sequential(&parts, docs).unwrap();
+    assert!(
+        sequential_partitioned(&parts, docs).unwrap() == want,
+        "{docs:?}: the partitioned sequential index differs"
+    );
     for threads in THREADS {
         let rt = Runtime::builder().threads(threads).build().unwrap();
         for split_size in SPLITS {
@@ -208,4 +214,21 @@ fn words_are_byte_strings_not_utf8() {
         (Bytes::from("x"), vec![1]),
     ];
     assert_eq!(got, want);
+}
+
+/// The partitioned sequential baseline equals the plain one with many
+/// buckets too (one per MiB of input: 4 here), lines and files alike.
+#[test]
+fn the_partitioned_sequential_index_equals_the_plain_one() {
+    let data = text(&spec(4 << 20, 50_000, 9));
+    let (a, b) = data.split_at(data.len() / 3);
+    for docs in [Docs::Lines, Docs::Files] {
+        let parts: [&[u8]; 2] = [a, b];
+        let want = sequential(&parts, docs).unwrap();
+        assert!(want.len() > 40_000);
+        assert!(
+            sequential_partitioned(&parts, docs).unwrap() == want,
+            "{docs:?}"
+        );
+    }
 }

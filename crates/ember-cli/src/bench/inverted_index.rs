@@ -1,11 +1,12 @@
-//! `ember bench invindex`: ember vs the sequential inverted index.
+//! `ember bench invindex`: ember vs the sequential inverted index, plain
+//! (the baseline) and partitioned as ember's reduce is.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use ember::{Input, RunOptions, Runtime};
-use ember_apps::inverted_index::{build, sequential, Built, Docs, Index};
+use ember_apps::inverted_index::{build, sequential, sequential_partitioned, Built, Docs, Index};
 use ember_apps::text::TextSpec;
 
 use crate::common::parse_size;
@@ -28,11 +29,14 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-/// Runs the sequential index once, input mapping included.
-fn run_sequential(paths: &[PathBuf], docs: Docs) -> Result<Index> {
+/// A sequential index of the parts.
+type Sequential = fn(&[&[u8]], Docs) -> ember::Result<Index>;
+
+/// Runs a sequential index once, input mapping included.
+fn run_sequential(index: Sequential, paths: &[PathBuf], docs: Docs) -> Result<Index> {
     let input = Input::files(paths)?;
     let parts: Vec<&[u8]> = (0..input.parts()).map(|p| input.part_bytes(p)).collect();
-    Ok(sequential(&parts, docs)?)
+    Ok(index(&parts, docs)?)
 }
 
 /// Runs ember once, input mapping included.
@@ -72,7 +76,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     for p in &paths {
         std::fs::read(p)?;
     }
-    let want = run_sequential(&paths, docs)?;
+    let want = run_sequential(sequential, &paths, docs)?;
     let rt1 = Runtime::builder().threads(1).build()?;
     let rtn = Runtime::builder().threads(all).build()?;
     let mut last = None;
@@ -80,7 +84,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let times = interleaved(
         a.bench.runs,
         &mut [
-            &mut || checked(&want, "sequential", || run_sequential(&paths, docs)),
+            &mut || {
+                checked(&want, "sequential", || {
+                    run_sequential(sequential, &paths, docs)
+                })
+            },
             &mut || {
                 checked(&want, "ember, 1 thread", || {
                     Ok(run_ember(&rt1, &paths, docs)?.index)
@@ -92,6 +100,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
                     documents = b.documents;
                     last = Some((b.stats, b.numbering));
                     Ok(b.index)
+                })
+            },
+            &mut || {
+                checked(&want, "sequential, partitioned", || {
+                    run_sequential(sequential_partitioned, &paths, docs)
                 })
             },
         ],
@@ -109,7 +122,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ),
         amount: spec.size as f64 / 1e6,
         unit: "MB",
-        rows: contender_rows("sequential (1 thread)", &times, all),
+        rows: {
+            let mut rows = contender_rows("sequential (1 thread)", &times, all);
+            rows.push(("sequential, partitioned".into(), times[3]));
+            rows
+        },
     }
     .print();
     if let Some((stats, numbering)) = last {
