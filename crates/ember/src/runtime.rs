@@ -895,7 +895,7 @@ impl Source<'_, '_> {
 }
 
 /// Adds a mapped split's bytes to a run's progress counter, if it has one.
-fn add_progress(progress: Option<&AtomicU64>, bytes: usize) {
+pub(crate) fn add_progress(progress: Option<&AtomicU64>, bytes: usize) {
     if let Some(p) = progress {
         p.fetch_add(bytes as u64, Relaxed);
     }

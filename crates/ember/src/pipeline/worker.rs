@@ -280,9 +280,7 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
                 return tasks;
             }
             tasks += 1;
-            if let Some(p) = self.x.progress {
-                p.fetch_add(s.end as u64 - s.start as u64, Ordering::Relaxed);
-            }
+            crate::runtime::add_progress(self.x.progress, s.end - s.start);
             if self.x.take_request() {
                 self.flush();
             }
