@@ -217,6 +217,13 @@ impl Runtime {
         self.pool.threads()
     }
 
+    /// Runs `f` on the runtime's workers: rayon's parallel iterators and
+    /// joins inside it use this runtime's threads (for work around a job,
+    /// such as a gather after it, that should not start threads of its own).
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(f)
+    }
+
     /// Reduce partitions: a few per worker, so the reduce tasks balance.
     fn partitions(&self) -> usize {
         match self.threads() {
