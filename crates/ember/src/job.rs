@@ -4,8 +4,8 @@
 use std::cmp::Ordering;
 
 use crate::combine::Combiner;
-use crate::container::{ContainerKind, KeyHint};
 use crate::key::Key;
+use crate::names::names;
 
 /// Where the input may be cut into splits without cutting a record in two.
 ///
@@ -24,6 +24,52 @@ pub enum Records {
     Fixed(usize),
     /// Each input part (file) is one record and one split.
     Whole,
+}
+
+/// Which intermediate container a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContainerKind {
+    /// Chosen by the runtime from the job's key hint and a sample of the
+    /// input (the default).
+    #[default]
+    Auto,
+    /// Open-addressing hash table per partition, combiner at insert.
+    Hash,
+    /// Fixed-size hash table with an ordered tree in each bucket (Metis).
+    HashTree,
+    /// A plain array indexed by key: integer keys in `0..n` (the job's
+    /// [`KeyHint::Dense`]).
+    Array,
+    /// Append-only pair buffers, grouped by sorting at reduce time.
+    Append,
+    /// Append-only, never grouped: for keys each emitted once
+    /// ([`KeyHint::Unique`]).
+    Unique,
+}
+
+names!(ContainerKind, "container" {
+    Auto => "auto",
+    Hash => "hash",
+    HashTree => "hash_tree",
+    Array => "array",
+    Append => "append",
+    Unique => "unique",
+});
+
+/// What a job knows about its keys: guides `Auto` and enables the array and
+/// unique containers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyHint {
+    /// Nothing known: the runtime samples.
+    #[default]
+    Unknown,
+    /// Integer keys in `0..n` (histogram's 768, k-means' clusters): the
+    /// array container can hold them.
+    Dense(usize),
+    /// Every key is emitted once over the whole input (sort): nothing to
+    /// group.
+    Unique,
 }
 
 /// A piece of the input handed to one `map` call.
@@ -165,5 +211,23 @@ pub trait MapOnlyJob: Sync {
     /// input order.
     fn sort_output(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ContainerKind;
+
+    #[test]
+    fn container_kinds_parse_by_name() {
+        for k in ContainerKind::ALL {
+            assert_eq!(k.name().parse::<ContainerKind>().unwrap(), *k);
+        }
+        assert_eq!(
+            "hash-tree".parse::<ContainerKind>().unwrap(),
+            ContainerKind::HashTree
+        );
+        let e = "heap".parse::<ContainerKind>().unwrap_err().to_string();
+        assert!(e.contains("unknown container 'heap'"), "{e}");
     }
 }

@@ -35,6 +35,8 @@
 
 #![deny(missing_docs, unreachable_pub, unsafe_op_in_unsafe_fn)]
 
+mod barrier;
+mod busy;
 mod combine;
 mod container;
 mod error;
@@ -43,37 +45,61 @@ mod input;
 mod job;
 mod key;
 mod merge;
+mod names;
+mod options;
 mod pipeline;
+mod plan;
 mod pool;
 mod predict;
+mod progress;
 mod runtime;
-mod stats;
+mod sample;
+mod schedule;
+pub mod stats;
+mod unwind;
 
 pub use combine::{Combiner, KeepAll, Max, Min, Sum};
-pub use container::{ContainerKind, KeyHint};
 pub use error::{Error, Phase, Result};
-pub use ingest::{DEFAULT_CHUNK_BUFFERS, DEFAULT_CHUNK_SIZE};
-pub use input::{Ingest, Input, DEFAULT_SPLIT_SIZE};
-pub use job::{Emit, Job, MapOnlyJob, Records, Split, StateOf};
-pub use key::{Bytes, BytesProbe, Key, INLINE_KEY_BYTES};
-pub use merge::MergeKind;
-pub use pipeline::{
-    default_max_buffered_bytes, Mode, PipelineOptions, PipelineStats, DEFAULT_BUFFER_BYTES,
-};
-pub use runtime::{Output, RunOptions, Runtime, RuntimeBuilder};
-pub use stats::{ChunkStats, Stats};
+pub use input::Input;
+pub use job::{ContainerKind, Emit, Job, KeyHint, MapOnlyJob, Records, Split};
+pub use key::{Bytes, Key};
+pub use options::RunOptions;
+pub use progress::Progress;
+pub use runtime::{Output, Runtime, RuntimeBuilder};
+pub use stats::Stats;
 
-/// Asks the CPU to bring the cache line at `p` in ahead of a read: for map
-/// functions and gathers that read memory at random, a few items ahead of
-/// the one they work on. A hint only: it never faults, whatever `p` is.
-#[inline(always)]
-pub fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint with no architectural effect: it never
-    // faults, even on an invalid address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
+/// Tuning knobs: how a run reads its input, schedules map and reduce, and
+/// orders its output. The defaults serve; these are for measuring and for
+/// inputs that need something else.
+pub mod tune {
+    pub use crate::ingest::{DEFAULT_CHUNK_BUFFERS, DEFAULT_CHUNK_SIZE};
+    pub use crate::input::{Ingest, DEFAULT_SPLIT_SIZE};
+    pub use crate::job::ContainerKind;
+    pub use crate::merge::MergeKind;
+    pub use crate::pipeline::{default_max_buffered_bytes, PipelineOptions, DEFAULT_BUFFER_BYTES};
+    pub use crate::plan::Mode;
+}
+
+/// For code that extends ember: the key trait's parts, the combiner state
+/// type of a job, and a prefetch hint for map functions that read memory at
+/// random.
+pub mod plumbing {
+    pub use crate::job::StateOf;
+    pub use crate::key::{BytesProbe, INLINE_KEY_BYTES};
+
+    /// Asks the CPU to bring the cache line at `p` in ahead of a read: for
+    /// map functions and gathers that read memory at random, a few items
+    /// ahead of the one they work on. A hint only: it never faults,
+    /// whatever `p` is.
+    #[inline(always)]
+    pub fn prefetch<T>(p: *const T) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: prefetching is a hint with no architectural effect: it
+        // never faults, even on an invalid address.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = p;
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }

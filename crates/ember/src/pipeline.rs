@@ -20,11 +20,10 @@
 //!   splits, or when an idle worker asks for work (`Exchange::wanted`,
 //!   checked every few thousand pairs): the mapper goes on at once with
 //!   another one. An empty partition adopts the first table it gets whole.
-//!   Why growing tables: with fixed 64 KiB buffers a word count buffer
-//!   combined only 1.7 pairs per key and the reducers paid ~60 ns a pair to
-//!   fold them, against ~25 ns for the barrier's in-map update; a table that
-//!   holds the mapper's vocabulary combines like the barrier's, and the
-//!   reducer merges states, not pairs.
+//!   Tables grow rather than stay small because a small buffer combines
+//!   few pairs per key and leaves the reducer folding pairs one by one; a
+//!   table that holds the mapper's vocabulary combines like the barrier's,
+//!   and the reducer merges states.
 //! - **Recycling**: the worker that folds a buffer empties it (keeping its
 //!   memory) and sends it back to the mapper's free list, so the steady
 //!   state allocates nothing.
@@ -52,23 +51,11 @@
 //! of splits folds any partition's buffers while the others finish theirs
 //! (a straggler's tail is when reduce work costs nothing); above half the
 //! bound a mapper folds its own partition's buffers at each hand-off and
-//! between splits, and at the bound it must (back-pressure). Why not
-//! dedicated reducer threads:
-//!
-//! - on 2 cores, a dedicated reducer takes half the machine from map for
-//!   reduce work that is a fraction of map's, and idles when there is none
-//!   (measured: 0.9x of the alternating design on word count and on the
-//!   skewed input, `ember bench pipeline`, row "1 reduce-only");
-//! - on 64 cores the same holds, and more so, since reduce work per
-//!   worker shrinks with `T` while a dedicated reducer's share of the
-//!   machine does not; the fixed ownership spreads reduce evenly (`T`
-//!   partitions by hash), the one-to-one channels keep the hand-off free of
-//!   contention (only the `T` free lists are shared, by steals under
-//!   back-pressure), and helpers only take partitions whose lock is free.
-//!   (Not measured here: this machine has 2 cores.)
-//!
-//! [`PipelineOptions::dedicated_reducers`] turns some workers into reducers
-//! only, to measure that choice.
+//! between splits, and at the bound it must (back-pressure). There are no
+//! dedicated reducer threads: one would take a share of the machine from
+//! map for reduce work that is a fraction of map's, and idle when there is
+//! none ([`PipelineOptions::dedicated_reducers`] sets some aside, to measure
+//! that choice).
 //!
 //! # Which jobs, and when it pays
 //!
@@ -76,104 +63,32 @@
 //! associative and commutative combiner, so that partial states may be
 //! folded in any order, as buffers arrive: [`Job::pipelinable`] says so
 //! (false by default); other jobs run with the barrier, and the stats say
-//! why. Measured on 2 cores (`ember bench pipeline`), pipelining pays when
-//! there are many distinct keys that repeat: the barrier keeps every key
-//! once per worker and joins those copies in its reduce phase, and it must
-//! sample to size its tables; the pipeline keeps each key once and folds
-//! while mapping. It loses where the barrier's containers are at their best:
-//! few keys (a table that stays in cache; the array container for dense
-//! keys: 0.2x on a byte histogram), unique keys (the barrier only appends:
-//! 0.2x), and one thread (nothing to overlap: 0.65x). [`Mode::Auto`] picks
-//! the pipeline only where it measured faster (see [`choose`]).
-//!
-//! The skewed case (5% of the splits carry half the map work): the
-//! pipelined run is 0.95-1.07x the barrier's time over nine `ember bench
-//! pipeline --cases skewed --runs 5` runs (median 1.01x; before this
-//! session's changes 0.82-0.98x). Two changes got it there:
-//!
-//! - the runtime cuts the last splits into pieces (see
-//!   `input::plan_splits`), so both workers finish mapping together in
-//!   either mode; the pipeline's edge is then its reduce after the last
-//!   map, 0.01-0.02 s against the barrier's 0.06-0.09 s;
-//! - the mappers' emit path does less per pair (limits checked only when a
-//!   key is new, one index per pair; 702M to 622M instructions on a 16 MB
-//!   word count, against the barrier's 563M) and their tables grow 8x past
-//!   64K keys (fresh memory is costly here: page clearing was 13% of a
-//!   pipelined word count run; the first touch of freshly mapped huge pages
-//!   runs at 0.45 GB/s on this VM).
-//!
-//! The pipelined workers still spend a little more CPU time (more table
-//! memory: each mapper's buffers and each reducer's partition table).
-//! Measured and ruled out: table growth from a small start (mappers whose
-//! tables were the sample's were no faster), the tail hand-offs (they
-//! help), and mapping a worker's own partition straight into its partition
-//! table with no buffer (0.69-0.95x on word count: the partition table,
-//! locked while its owner maps, could not be folded into by the other
-//! worker until the end). At parity, not ahead, `Auto` keeps the barrier
-//! (the skewed word count's sample predicts about 1.1M keys per worker,
-//! below [`AUTO_MIN_KEYS`]).
+//! why. Pipelining can pay when there are many distinct keys that repeat:
+//! the barrier keeps every key once per worker and joins those copies in
+//! its reduce phase; the pipeline keeps each key once and folds while
+//! mapping. It loses where the barrier's containers are at their best: few
+//! keys (a table that stays in cache, or the array container for dense
+//! keys), unique keys (the barrier only appends), and one thread (nothing
+//! to overlap). On the inputs measured so far it has not been faster than
+//! the barrier (`docs/measurements.md`), so [`Mode::Auto`](crate::tune::Mode)
+//! keeps the barrier and only an explicit `Mode::Pipelined` pipelines.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
 use std::time::Instant;
 
-use serde::Serialize;
-
-use crate::combine::Combiner;
-use crate::container::hash::HashContainer;
-use crate::container::{Container, Counting, KeyHint};
+use crate::barrier::Run;
+use crate::busy::utilization;
+use crate::container::Container;
 use crate::error::Result;
 use crate::input::{Input, SplitRange};
 use crate::job::Job;
 use crate::pool::Pool;
-use crate::predict::Prediction;
-use crate::stats::{secs, Stats};
+use crate::progress::Progress;
+use crate::sample::HashOf;
+use crate::stats::{secs, PipelineStats, Stats};
 
-mod busy;
 mod exchange;
 mod worker;
-
-pub(crate) use busy::{utilization, Busy};
-
-/// How map and reduce are scheduled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// The runtime chooses: the barrier unless the job can be pipelined and
-    /// its shape is one where pipelining measured faster.
-    #[default]
-    Auto,
-    /// Reduce starts when the last map task has finished (Phoenix, Metis).
-    Barrier,
-    /// Reducers fold map output as it is produced (SMR). Jobs that cannot
-    /// be pipelined ([`Job::pipelinable`]) still run with the barrier.
-    Pipelined,
-}
-
-impl Mode {
-    /// The mode's name, as the CLI and the stats spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Auto => "auto",
-            Mode::Barrier => "barrier",
-            Mode::Pipelined => "pipelined",
-        }
-    }
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        [Mode::Auto, Mode::Barrier, Mode::Pipelined]
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| format!("unknown mode '{s}' (auto, barrier, pipelined)"))
-    }
-}
 
 /// Default size of one append buffer: 64 KiB (combining buffers grow up to
 /// their share of the bound instead, see [`PipelineOptions::buffer_bytes`]).
@@ -237,201 +152,53 @@ pub struct PipelineOptions {
     pub combine: Option<bool>,
 }
 
-/// What a pipelined run measured (in [`Stats::pipeline`]).
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct PipelineStats {
-    /// Bytes of one buffer.
-    pub buffer_bytes: usize,
-    /// Keys a buffer takes before it is handed off.
-    pub buffer_keys: usize,
-    /// The bound on buffered bytes.
-    pub max_buffered_bytes: usize,
-    /// The most bytes in buffers out of the free lists at once (being
-    /// filled, in flight or being folded): never above the bound.
-    pub peak_buffered_bytes: usize,
-    /// Buffers allocated in all (the rest of the hand-offs reused them).
-    pub buffers_allocated: usize,
-    /// Buffers handed from mappers to reducers.
-    pub batches: u64,
-    /// Buffers folded by a worker other than their partition's owner.
-    pub helped_batches: u64,
-    /// Times a mapper found the buffer budget spent (back-pressure).
-    pub backpressure_waits: u64,
-    /// Workers that only reduced.
-    pub dedicated_reducers: usize,
-    /// Mappers that ended with combining buffers (the others appended).
-    pub combining_mappers: usize,
-    /// Seconds the workers spent waiting, summed (back-pressure with
-    /// nothing to fold, or reducers waiting for buffers).
-    pub idle_secs: f64,
+/// What a pipelined run maps: the splits left to map, and the sample's
+/// containers (one per worker; empty if none was kept), whose entries each
+/// worker sends to the reducers first instead of mapping their splits
+/// again.
+pub(crate) struct Work<'r, 'i, J: Job> {
+    pub(crate) input: &'r Input<'i>,
+    pub(crate) splits: &'r [SplitRange],
+    pub(crate) seeds: Vec<HashOf<J>>,
+    pub(crate) progress: Option<&'r Progress>,
 }
-
-/// Pipelining can pay only when the sample shows at least this many pairs
-/// per distinct key: below it keys are nearly unique, nothing combines, and
-/// every pair would go through a buffer and a hash table where the
-/// barrier's append or unique container only copies it (measured: 4-5x
-/// slower pipelined, `ember bench pipeline --cases offsets-unhinted`).
-const AUTO_MIN_REPEATS: f64 = 1.05;
-
-/// Pipelining can pay only when the sample predicts at least this many
-/// keys per worker: with fewer, each worker's barrier table stays small and
-/// cached, so combining at insert is cheap and the barrier's reduce phase
-/// short, and the buffers' extra pass costs more than the overlap saves.
-/// Measured on 2 cores, word count, 128 MiB, pipelined vs barrier time:
-/// 10K-word vocabulary (160K keys predicted) 0.64x, 100K (984K predicted)
-/// 0.92x, 300K (1.5M) 1.04x, 1M (1.1-2.1M) 1.0-1.1x, 10M at Zipf 0.6 (7M)
-/// 1.5x. (The sampler over-predicts: 100K words is 99K keys per worker.)
-const AUTO_MIN_KEYS: u64 = 1_500_000;
-
-/// True when the run is pipelined whatever a sample would show, so the
-/// runtime need not sample the input.
-pub(crate) fn skips_sample<J: Job>(job: &J, mode: Option<Mode>) -> bool {
-    mode == Some(Mode::Pipelined) && job.pipelinable()
-}
-
-/// The mode a run uses, and why. `threads` is the pool's size;
-/// `prediction` what the sample showed (`None` if the input was not
-/// sampled).
-///
-/// Pipelining can pay only for a pipelinable job on more than one thread,
-/// with no container forced by the caller (a container is a barrier-mode
-/// choice), whose keys are neither declared dense (the array container's
-/// plain indexing beats any buffer) nor unique (nothing combines), and
-/// whose sample shows repeated keys ([`AUTO_MIN_REPEATS`]) and many of them
-/// ([`AUTO_MIN_KEYS`]). Even there it has not measured faster on 2 cores,
-/// so `Auto` picks the barrier everywhere today and says which case it is;
-/// an explicit [`Mode::Pipelined`] still pipelines.
-pub(crate) fn choose<J: Job>(
-    job: &J,
-    mode: Option<Mode>,
-    container_forced: bool,
-    threads: usize,
-    prediction: &Option<Prediction>,
-) -> (Mode, String) {
-    let requested = mode.unwrap_or_default();
-    let barrier = |why: String| (Mode::Barrier, why);
-    if requested == Mode::Barrier {
-        return barrier("chosen by the caller".into());
-    }
-    if !job.pipelinable() {
-        return barrier(format!(
-            "{} mode asked, but the job is not pipelinable (Job::pipelinable: its reduce \
-             needs a state from an associative and commutative combiner)",
-            requested.name()
-        ));
-    }
-    if requested == Mode::Pipelined {
-        return (Mode::Pipelined, "chosen by the caller".into());
-    }
-    if threads < 2 {
-        return barrier("auto: one thread has nothing to overlap".into());
-    }
-    if container_forced {
-        return barrier("auto: the caller chose a container, a barrier-mode choice".into());
-    }
-    if !J::Combiner::FOLDS {
-        return barrier(
-            "auto: the combiner keeps every value: the barrier's append container groups \
-             them at reduce with no table per key on the map path (pipelined: 0.40x on the \
-             inverted index, ember bench pipeline)"
-                .into(),
-        );
-    }
-    match (job.keys(), prediction) {
-        (KeyHint::Dense(_), _) => {
-            barrier("auto: dense integer keys: the array container beats buffers and tables".into())
-        }
-        (KeyHint::Unique, _) => {
-            barrier("auto: unique keys: nothing combines, buffers would only copy".into())
-        }
-        (_, None) => barrier("auto: input too small to sample".into()),
-        (_, Some(p)) if p.repeats < AUTO_MIN_REPEATS => barrier(format!(
-            "auto: sample: {:.2} pairs per key: nearly unique keys, nothing to fold",
-            p.repeats
-        )),
-        (_, Some(p)) if p.keys_per_worker < AUTO_MIN_KEYS => barrier(format!(
-            "auto: sample: {} keys per worker predicted (< {AUTO_MIN_KEYS}): \
-             combining at insert stays in cache",
-            p.keys_per_worker
-        )),
-        // Where pipelining could pay (many keys that repeat), it has not
-        // measured faster on 2 cores (`ember bench pipeline`, 2026-11-22:
-        // word count 0.95-1.05x, the skewed case 0.95-1.07x, at parity
-        // after the fourth session's changes; the 256 MiB word count
-        // 0.79-0.97x before them). Auto keeps the barrier until pipelining
-        // measures ahead.
-        (_, Some(p)) => barrier(format!(
-            "auto: sample: {} keys per worker predicted, {:.1} pairs per key: \
-             pipelining could fold while mappers map, but measured no faster than the \
-             barrier on such inputs (ember bench pipeline)",
-            p.keys_per_worker, p.repeats
-        )),
-    }
-}
-
-/// One partition's reduced output.
-type Run<J> = Vec<(<J as Job>::Key, <J as Job>::Out)>;
-
-/// What the pipelined run maps: every split, the indices of the sampled
-/// ones, and the sample's containers (one per worker) when it was kept.
-pub(crate) type Work<'s, J> = (
-    &'s [SplitRange],
-    &'s [usize],
-    Option<Vec<Counting<HashContainer<J>>>>,
-);
 
 /// Runs the map and reduce phases pipelined and returns the reduced runs
-/// (one per partition), as the barrier mode's `run_in` does. Fills in the
-/// stats of those phases. A kept sample is not mapped again: each worker
-/// first sends its sample container's entries to the reducers.
+/// (one per partition), as the barrier mode does. Fills in the stats of
+/// those phases.
 pub(crate) fn run<J: Job>(
     pool: &Pool,
     job: &J,
-    input: &Input<'_>,
-    (all, sample, sampled): Work<'_, J>,
-    (opts, progress): (&PipelineOptions, Option<&AtomicU64>),
+    work: Work<'_, '_, J>,
+    opts: &PipelineOptions,
     stats: &mut Stats,
 ) -> Result<Vec<Run<J>>> {
-    let (splits, seeds, seed_pairs) = match sampled {
-        Some(containers) => {
-            let rest: Vec<SplitRange> = all
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| sample.binary_search(i).is_err())
-                .map(|(_, s)| *s)
-                .collect();
-            let pairs: u64 = containers.iter().map(|c| c.pairs).sum();
-            let seeds: Vec<_> = containers
-                .into_iter()
-                .map(|c| std::sync::Mutex::new(Some(c.inner.into_parts())))
-                .collect();
-            (rest, seeds, pairs)
-        }
-        None => (all.to_vec(), Vec::new(), 0),
-    };
-    let splits = &splits[..];
+    let seed_pairs: u64 = work.seeds.iter().map(|c| c.pairs).sum();
+    let seeds: Vec<_> = work
+        .seeds
+        .into_iter()
+        .map(|c| Mutex::new(Some(c.inner.into_parts())))
+        .collect();
     let threads = pool.threads();
     let dedicated = opts.dedicated_reducers.min(threads - 1);
-    let mappers = threads - dedicated;
     let max_bytes = opts
         .max_buffered_bytes
         .unwrap_or_else(default_max_buffered_bytes);
-    let sizing = exchange::Sizing::new::<J>(opts.buffer_bytes, max_bytes, mappers, threads)?;
-    let x = exchange::Exchange::new(job, threads, splits.len(), sizing, progress);
+    let sizing =
+        exchange::Sizing::new::<J>(opts.buffer_bytes, max_bytes, threads - dedicated, threads)?;
+    let x = exchange::Exchange::new(job, threads, work.splits.len(), sizing, work.progress);
 
     let start = Instant::now();
     let reports = pool.broadcast(|w| {
         let seed = seeds.get(w).and_then(|s| {
-            s.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take()
-                .map(|parts| parts.into_iter().flatten())
+            let parts = s.lock().unwrap_or_else(|p| p.into_inner()).take();
+            parts.map(|parts| parts.into_iter().flatten())
         });
         let role = worker::Role {
             maps: w >= dedicated,
             combine: opts.combine,
         };
-        worker::work(&x, w, role, seed, input, splits)
+        worker::work(&x, w, role, seed, work.input, work.splits)
     });
     let end = Instant::now();
     let (allocated, peak) = x.memory();
@@ -440,9 +207,6 @@ pub(crate) fn run<J: Job>(
     let map_end = reports.iter().filter_map(|r| r.map_end).max();
     stats.map_secs = map_end.map_or(0.0, |t| secs(t - start));
     stats.reduce_secs = secs(end - map_end.unwrap_or(start));
-    stats.partitions = threads;
-    stats.container = "hash".into();
-    stats.container_reason = "pipelined: map buffers fold into one hash table per reducer".into();
     stats.map_tasks = reports.iter().map(|r| r.tasks).collect();
     stats.reduce_tasks = reports.iter().map(|r| r.clock.folded).collect();
     stats.pairs_emitted = seed_pairs + reports.iter().map(|r| r.pairs).sum::<u64>();
@@ -478,6 +242,8 @@ pub(crate) fn run<J: Job>(
 mod tests {
     use super::*;
     use crate::combine::Sum;
+    use crate::container::hash::HashContainer;
+    use crate::container::Counting;
     use crate::input::plan_splits;
     use crate::job::{Emit, Records, Split};
 
@@ -527,8 +293,8 @@ mod tests {
         for threads in [1, 2, 3] {
             let pool = Pool::new(threads, true).unwrap();
             let sample: Vec<usize> = (0..splits.len()).step_by(7).collect();
-            let mut containers: Vec<_> = (0..threads)
-                .map(|_| Counting::new(HashContainer::<Pairs>::new(4 * threads, 16)))
+            let mut containers: Vec<HashOf<Pairs>> = (0..threads)
+                .map(|_| Counting::new(HashContainer::new(4 * threads, 16)))
                 .collect();
             for (n, &i) in sample.iter().enumerate() {
                 let s = splits[i];
@@ -544,8 +310,17 @@ mod tests {
                 buffer_bytes: Some(256),
                 ..Default::default()
             };
-            let work = (&splits[..], &sample[..], Some(containers));
-            let runs = run(&pool, &Pairs, &input, work, (&opts, None), &mut stats).unwrap();
+            let rest: Vec<SplitRange> = (0..splits.len())
+                .filter(|i| sample.binary_search(i).is_err())
+                .map(|i| splits[i])
+                .collect();
+            let work = Work {
+                input: &input,
+                splits: &rest,
+                seeds: containers,
+                progress: None,
+            };
+            let runs = run(&pool, &Pairs, work, &opts, &mut stats).unwrap();
             let mut got: Vec<(u16, u64)> = runs.into_iter().flatten().collect();
             got.sort();
             assert_eq!(got, expected(&data), "{threads} threads");
@@ -563,45 +338,5 @@ mod tests {
         let s = exchange::Sizing::new::<Pairs>(Some(1), bound, 2, 2).unwrap();
         assert_eq!((s.keys, s.append), (1, 1));
         assert!(exchange::Sizing::new::<Pairs>(Some(1 << 20), 1000, 2, 2).is_err());
-    }
-
-    fn prediction(keys_per_worker: u64, repeats: f64) -> Option<Prediction> {
-        Some(Prediction {
-            pairs: 1000,
-            repeats,
-            beta: 0.5,
-            keys_per_worker,
-            pairs_per_worker: 1000,
-        })
-    }
-
-    #[test]
-    fn auto_follows_the_sample() {
-        let many = prediction(4_000_000, 3.8);
-        let (m, why) = choose(&Pairs, None, false, 2, &many);
-        assert_eq!(m, Mode::Barrier, "{why}");
-        assert!(why.contains("4000000 keys per worker"), "{why}");
-        assert!(why.contains("measured no faster"), "{why}");
-        let (m, why) = choose(
-            &Pairs,
-            Some(Mode::Auto),
-            false,
-            2,
-            &prediction(100_000, 8.0),
-        );
-        assert_eq!(m, Mode::Barrier);
-        assert!(why.contains("stays in cache"), "{why}");
-        let (m, why) = choose(&Pairs, None, false, 2, &prediction(8_000_000, 1.0));
-        assert_eq!(m, Mode::Barrier);
-        assert!(why.contains("nearly unique"), "{why}");
-        let (m, why) = choose(&Pairs, None, false, 2, &None);
-        assert_eq!(m, Mode::Barrier);
-        assert!(why.contains("too small to sample"), "{why}");
-        assert_eq!(choose(&Pairs, None, false, 1, &many).0, Mode::Barrier);
-        assert_eq!(choose(&Pairs, None, true, 2, &many).0, Mode::Barrier);
-        let explicit = choose(&Pairs, Some(Mode::Pipelined), true, 1, &None);
-        assert_eq!(explicit, (Mode::Pipelined, "chosen by the caller".into()));
-        assert!(skips_sample(&Pairs, Some(Mode::Pipelined)));
-        assert!(!skips_sample(&Pairs, None));
     }
 }

@@ -47,6 +47,12 @@ impl Pool {
         self.inner.current_num_threads()
     }
 
+    /// The calling thread's worker index, if it is one of this pool's
+    /// workers (not another pool's: their indices mean nothing here).
+    pub(crate) fn current_index(&self) -> Option<usize> {
+        self.inner.current_thread_index()
+    }
+
     /// Runs `f(worker_index)` once on every worker and returns the results in
     /// worker order.
     pub(crate) fn broadcast<R: Send>(&self, f: impl Fn(usize) -> R + Sync) -> Vec<R> {

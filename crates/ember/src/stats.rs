@@ -1,14 +1,17 @@
-//! Where the time went: what every run reports.
+//! Where the time went, and what a run decided: [`Stats`], with the run's
+//! typed [`Plan`] and its reasons, the per-chunk and pipeline measurements.
+//! The JSON form is described in `docs/stats.md`.
 
 use std::fmt;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::pipeline::PipelineStats;
+pub use crate::plan::{ContainerReason, IngestKind, ModeReason, Plan, RunMode, Unsampled};
 
 /// One ingest chunk of a streamed run.
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct ChunkStats {
     /// Bytes in the chunk.
     pub bytes: u64,
@@ -18,8 +21,10 @@ pub struct ChunkStats {
     pub map_secs: f64,
 }
 
-/// Measurements of one run. Times are wall-clock seconds.
+/// Measurements of one run. Times are wall-clock seconds. The JSON form
+/// (`ember --stats-json`) is described in `docs/stats.md`.
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct Stats {
     /// Worker threads of the runtime.
     pub threads: usize,
@@ -27,8 +32,6 @@ pub struct Stats {
     pub input_bytes: u64,
     /// Input parts (files).
     pub input_parts: usize,
-    /// How the input was read: `memory`, `mmap` or `chunked`.
-    pub ingest: String,
     /// Per ingest chunk: bytes, read and map seconds (chunked runs).
     pub chunks: Vec<ChunkStats>,
     /// Seconds the ingest thread spent reading (chunked runs; overlapped
@@ -40,24 +43,20 @@ pub struct Stats {
     pub peak_chunk_bytes: u64,
     /// Splits the input was cut into.
     pub splits: usize,
-    /// Reduce partitions.
-    pub partitions: usize,
-    /// The intermediate container used.
-    pub container: String,
-    /// Why that container (the job's choice, or what the sample showed).
-    pub container_reason: String,
+    /// The run's decisions: container, mode, ingest, partitions, merge,
+    /// each with its reason.
+    pub plan: Plan,
     /// Distinct keys per worker the sample predicted (when sampled).
     pub predicted_keys_per_worker: Option<u64>,
     /// Distinct keys (pairs, for containers that do not group) each worker
     /// held after the map phase, on average.
     pub actual_keys_per_worker: u64,
+    /// Bytes the workers' containers held after the map phase (their own
+    /// arrays: memory a key or a state owns on the heap is not counted).
+    pub container_bytes: u64,
     /// Seconds spent sampling the input (the sample's map work, when kept,
     /// counts here rather than in `map_secs`).
     pub sample_secs: f64,
-    /// How the output was ordered.
-    pub merge: crate::merge::MergeKind,
-    /// True for map-only jobs, which skip the reduce phase.
-    pub reduce_skipped: bool,
     /// Seconds spent cutting the input into splits.
     pub split_secs: f64,
     /// Seconds in the map phase.
@@ -79,11 +78,6 @@ pub struct Stats {
     /// Reduce tasks (partitions) each worker ran, by worker index (in
     /// pipelined mode: buffers each worker folded).
     pub reduce_tasks: Vec<u64>,
-    /// How map and reduce ran: `barrier`, `pipelined` or `map_only`.
-    pub mode: String,
-    /// Why that mode (the caller's choice, `auto`'s rule, or why a job
-    /// could not be pipelined).
-    pub mode_reason: String,
     /// Seconds each worker spent running map, by worker index (in pipelined
     /// mode, folds and waits inside map excluded).
     pub map_busy_secs: Vec<f64>,
@@ -95,6 +89,13 @@ pub struct Stats {
     pub utilization: f64,
     /// What the pipelined mode measured (pipelined runs only).
     pub pipeline: Option<PipelineStats>,
+}
+
+impl Stats {
+    /// True for map-only runs, which skip the reduce phase.
+    pub fn reduce_skipped(&self) -> bool {
+        self.plan.mode == RunMode::MapOnly
+    }
 }
 
 pub(crate) fn secs(d: Duration) -> f64 {
@@ -118,9 +119,9 @@ impl fmt::Display for Stats {
             self.input_parts,
             self.splits,
             self.threads,
-            self.partitions,
+            self.plan.partitions,
         )?;
-        if self.ingest == "chunked" {
+        if self.plan.ingest == IngestKind::Chunked {
             writeln!(
                 f,
                 "ingest    chunked: {} chunks, read {:.3} s (overlapped), waited for input {:.3} s, {:.1} MB of buffers",
@@ -130,12 +131,11 @@ impl fmt::Display for Stats {
                 self.peak_chunk_bytes as f64 / 1e6
             )?;
         } else {
-            writeln!(f, "ingest    {}", self.ingest)?;
+            writeln!(f, "ingest    {}", self.plan.ingest)?;
         }
-        writeln!(f, "container {}: {}", self.container, self.container_reason)?;
-        if !self.mode.is_empty() {
-            writeln!(f, "mode      {}: {}", self.mode, self.mode_reason)?;
-        }
+        let plan = &self.plan;
+        writeln!(f, "container {}: {}", plan.container, plan.container_reason)?;
+        writeln!(f, "mode      {}: {}", plan.mode, plan.mode_reason)?;
         if let Some(p) = self.predicted_keys_per_worker {
             writeln!(
                 f,
@@ -150,7 +150,7 @@ impl fmt::Display for Stats {
             ("reduce", self.reduce_secs),
             ("merge", self.merge_secs),
         ] {
-            if name == "reduce" && self.reduce_skipped {
+            if name == "reduce" && self.reduce_skipped() {
                 writeln!(f, "reduce    {:>10} (map-only job: skipped)", "-")?;
             } else {
                 writeln!(f, "{name:<9} {s:>10.3} s  {:>5.1}%", pct(s))?;
@@ -159,7 +159,7 @@ impl fmt::Display for Stats {
         writeln!(f, "total     {:>10.3} s", self.total_secs)?;
         // From 0.0: an empty float sum is -0.0.
         let sum = |v: &[f64]| v.iter().fold(0.0, |a, b| a + b);
-        let reduce = if self.reduce_skipped {
+        let reduce = if self.reduce_skipped() {
             "no reduce".to_string()
         } else {
             format!("reduce {:.3} s", sum(&self.reduce_busy_secs))
@@ -199,4 +199,34 @@ impl fmt::Display for Stats {
             self.map_tasks, self.reduce_tasks
         )
     }
+}
+
+/// What a pipelined run measured (in [`Stats::pipeline`]).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[non_exhaustive]
+pub struct PipelineStats {
+    /// Bytes of one buffer.
+    pub buffer_bytes: usize,
+    /// Keys a buffer takes before it is handed off.
+    pub buffer_keys: usize,
+    /// The bound on buffered bytes.
+    pub max_buffered_bytes: usize,
+    /// The most bytes in buffers out of the free lists at once (being
+    /// filled, in flight or being folded): never above the bound.
+    pub peak_buffered_bytes: usize,
+    /// Buffers allocated in all (the rest of the hand-offs reused them).
+    pub buffers_allocated: usize,
+    /// Buffers handed from mappers to reducers.
+    pub batches: u64,
+    /// Buffers folded by a worker other than their partition's owner.
+    pub helped_batches: u64,
+    /// Times a mapper found the buffer budget spent (back-pressure).
+    pub backpressure_waits: u64,
+    /// Workers that only reduced.
+    pub dedicated_reducers: usize,
+    /// Mappers that ended with combining buffers (the others appended).
+    pub combining_mappers: usize,
+    /// Seconds the workers spent waiting, summed (back-pressure with
+    /// nothing to fold, or reducers waiting for buffers).
+    pub idle_secs: f64,
 }

@@ -6,9 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ember::{
-    Combiner, Emit, Error, Input, Job, KeyHint, MapOnlyJob, Mode, Phase, PipelineOptions, Records,
+    Combiner, Emit, Error, Input, Job, KeyHint, MapOnlyJob, Phase, Records,
     RunOptions, Runtime, Split, Sum,
 };
+
+use ember::stats::{ModeReason, RunMode};
+use ember::tune::{Mode, PipelineOptions};
 
 #[path = "support/modes.rs"]
 mod modes;
@@ -333,8 +336,7 @@ fn a_panic_while_folding_is_a_reduce_error_not_a_hang() {
             &Input::bytes(&data),
             &opts,
         )
-        .err()
-        .expect("the run should fail")
+        .expect_err("the run should fail")
     });
     assert_eq!(
         err.to_string(),
@@ -361,74 +363,52 @@ fn a_job_that_cannot_be_pipelined_falls_back_to_the_barrier() {
             &options(Mode::Pipelined, Default::default(), None),
         )
         .unwrap();
-    assert_eq!(out.stats.mode, "barrier");
-    assert!(
-        out.stats.mode_reason.contains("not pipelinable"),
-        "{}",
-        out.stats.mode_reason
+    assert_eq!(out.stats.plan.mode, RunMode::Barrier);
+    assert_eq!(
+        out.stats.plan.mode_reason,
+        ModeReason::NotPipelinable {
+            asked: Mode::Pipelined
+        }
     );
     assert!(out.stats.pipeline.is_none());
     assert_eq!(out.pairs, sequential_histogram(&data));
     assert!(out.stats.to_string().contains("mode      barrier"));
 }
 
+/// `Auto` keeps the barrier whatever the job's shape, and says so; an
+/// explicit barrier says it was the caller's choice.
 #[test]
-fn auto_chooses_by_job_shape_and_says_why() {
+fn auto_keeps_the_barrier_and_says_why() {
     let data = bytes(10_000, 13);
     let input = Input::bytes(&data);
     let auto = RunOptions::default();
     let one = Runtime::builder().threads(1).build().unwrap();
     let two = Runtime::builder().threads(2).build().unwrap();
-    let mode = |rt: &Runtime, job: &dyn Fn(&Runtime) -> ember::Stats| {
-        let s = job(rt);
-        (s.mode, s.mode_reason)
+    let dense = Histogram::<Sum> {
+        keys: KeyHint::Dense(256),
+        ..Default::default()
     };
-    let hist = |rt: &Runtime| {
-        rt.run_with(&Histogram::<Sum>::default(), &input, &auto)
-            .unwrap()
-            .stats
-    };
-    let dense = |rt: &Runtime| {
-        rt.run_with(
-            &Histogram::<Sum> {
-                keys: KeyHint::Dense(256),
-                ..Default::default()
-            },
-            &input,
-            &auto,
-        )
-        .unwrap()
-        .stats
-    };
-    let plain = |rt: &Runtime| rt.run_with(&plain(), &input, &auto).unwrap().stats;
-    let (m, why) = mode(&one, &hist);
-    assert_eq!(m, "barrier");
-    assert!(why.contains("one thread"), "{why}");
-    let (m, why) = mode(&two, &dense);
-    assert_eq!(m, "barrier");
-    assert!(why.contains("dense"), "{why}");
-    let (m, why) = mode(&two, &plain);
-    assert_eq!(m, "barrier");
-    assert!(why.contains("not pipelinable"), "{why}");
     let forced = RunOptions {
         container: Some(ember::ContainerKind::Hash),
         ..Default::default()
     };
-    let s = two
-        .run_with(&Histogram::<Sum>::default(), &input, &forced)
-        .unwrap()
-        .stats;
-    assert_eq!(s.mode, "barrier");
-    assert!(s.mode_reason.contains("container"), "{}", s.mode_reason);
+    let runs = [
+        one.run_with(&Histogram::<Sum>::default(), &input, &auto),
+        two.run_with(&dense, &input, &auto),
+        two.run_with(&plain(), &input, &auto),
+        two.run_with(&Histogram::<Sum>::default(), &input, &forced),
+    ];
+    for (i, out) in runs.into_iter().enumerate() {
+        let plan = out.unwrap().stats.plan;
+        assert_eq!((plan.mode, plan.mode_reason), (RunMode::Barrier, ModeReason::Auto), "case {i}");
+    }
     let explicit = options(Mode::Barrier, Default::default(), None);
     let s = two
         .run_with(&Histogram::<Sum>::default(), &input, &explicit)
         .unwrap()
         .stats;
-    assert_eq!(
-        (s.mode.as_str(), s.mode_reason.as_str()),
-        ("barrier", "chosen by the caller")
-    );
+    assert_eq!((s.plan.mode, s.plan.mode_reason), (RunMode::Barrier, ModeReason::Caller));
+    assert!(s.to_string().contains("mode      barrier: chosen by the caller"));
 }
 
 #[test]
@@ -444,7 +424,7 @@ fn both_modes_report_busy_time_and_utilization() {
             )
             .unwrap();
         let s = &out.stats;
-        assert_eq!(s.mode, mode.name());
+        assert_eq!(s.plan.mode.name(), mode.name());
         assert_eq!(s.map_busy_secs.len(), 2);
         assert_eq!(s.reduce_busy_secs.len(), 2);
         assert!(s.map_busy_secs.iter().sum::<f64>() > 0.0, "{mode}");
@@ -511,9 +491,9 @@ fn map_only_jobs_say_so_in_both_modes() {
             )
             .unwrap();
         let s = &out.stats;
-        assert!(s.reduce_skipped);
-        assert_eq!(s.mode, "map_only");
-        assert!(s.mode_reason.contains(mode.name()), "{}", s.mode_reason);
+        assert!(s.reduce_skipped());
+        assert_eq!(s.plan.mode, RunMode::MapOnly);
+        assert_eq!(s.plan.mode_reason, ModeReason::MapOnly { asked: mode });
         assert!(s.to_string().contains("map-only job: skipped"));
         assert!(s.utilization > 0.0);
     }
@@ -522,10 +502,11 @@ fn map_only_jobs_say_so_in_both_modes() {
 #[test]
 fn modes_parse_by_name() {
     for m in [Mode::Auto, Mode::Barrier, Mode::Pipelined] {
-        assert_eq!(m.name().parse::<Mode>(), Ok(m));
+        assert_eq!(m.name().parse::<Mode>().unwrap(), m);
     }
     assert!("eager"
         .parse::<Mode>()
         .unwrap_err()
+        .to_string()
         .contains("unknown mode"));
 }

@@ -250,7 +250,7 @@ fn map_only_jobs_skip_reduce_and_are_deterministic() {
                 .run_map_only(&Lines, &Input::bytes(&data), &opts)
                 .unwrap();
             assert_eq!(out.pairs, want);
-            assert!(out.stats.reduce_skipped);
+            assert!(out.stats.reduce_skipped());
             assert_eq!(out.stats.reduce_secs, 0.0);
         }
     }
@@ -326,20 +326,21 @@ enum Sampled {
 /// pipelined mode gives the same counts.
 #[test]
 fn sampled_pairs_are_neither_lost_nor_counted_twice() {
-    use ember::{ContainerKind as C, KeyHint as H, Mode};
+    use ember::tune::Mode;
+    use ember::{ContainerKind as C, KeyHint as H};
     let n = RECORDS;
     let (few, unique) = (keyed(FEW), keyed(UNIQUE));
     let cases = [
-        (H::Unknown, &few, C::Auto, "hash", Sampled::Kept),
-        (H::Unknown, &unique, C::Auto, "append", Sampled::Redone),
-        (H::Unknown, &few, C::Hash, "hash", Sampled::Kept),
-        (H::Unknown, &unique, C::Hash, "hash", Sampled::Kept),
-        (H::Unknown, &few, C::HashTree, "hash_tree", Sampled::Redone),
-        (H::Unknown, &few, C::Append, "append", Sampled::No),
-        (H::Dense(100), &few, C::Array, "array", Sampled::No),
-        (H::Dense(100), &few, C::Auto, "array", Sampled::No),
-        (H::Unique, &unique, C::Unique, "unique", Sampled::No),
-        (H::Unique, &unique, C::Auto, "unique", Sampled::No),
+        (H::Unknown, &few, C::Auto, C::Hash, Sampled::Kept),
+        (H::Unknown, &unique, C::Auto, C::Append, Sampled::Redone),
+        (H::Unknown, &few, C::Hash, C::Hash, Sampled::Kept),
+        (H::Unknown, &unique, C::Hash, C::Hash, Sampled::Kept),
+        (H::Unknown, &few, C::HashTree, C::HashTree, Sampled::Redone),
+        (H::Unknown, &few, C::Append, C::Append, Sampled::No),
+        (H::Dense(100), &few, C::Array, C::Array, Sampled::No),
+        (H::Dense(100), &few, C::Auto, C::Array, Sampled::No),
+        (H::Unique, &unique, C::Unique, C::Unique, Sampled::No),
+        (H::Unique, &unique, C::Auto, C::Unique, Sampled::No),
     ];
     for (hint, data, container, chosen, sampled) in cases {
         let mut want = std::collections::BTreeMap::new();
@@ -368,7 +369,7 @@ fn sampled_pairs_are_neither_lost_nor_counted_twice() {
                 if mode != Mode::Barrier {
                     continue;
                 }
-                assert_eq!(out.stats.container, chosen, "{label}");
+                assert_eq!(out.stats.plan.container, chosen, "{label}");
                 let mapped = job.mapped.into_inner();
                 assert_eq!(
                     out.stats.predicted_keys_per_worker.is_some(),
@@ -409,18 +410,22 @@ fn append_partitions_grow_with_the_predicted_pairs() {
             mapped: Default::default(),
         };
         let opts = RunOptions {
-            mode: Some(ember::Mode::Barrier),
+            mode: Some(ember::tune::Mode::Barrier),
             ..Default::default()
         };
         let out = rt.run_with(&job, &Input::bytes(&data), &opts).unwrap();
-        assert_eq!(out.stats.container, "append", "{threads} threads");
+        assert_eq!(
+            out.stats.plan.container,
+            ember::ContainerKind::Append,
+            "{threads} threads"
+        );
         // 4M pairs predicted: 31 partitions of 2^17 pairs, rounded up to a
         // power of two (a prediction that runs high or low by a third still
         // lands between 16 and 64).
         assert!(
-            (16..=64).contains(&out.stats.partitions),
+            (16..=64).contains(&out.stats.plan.partitions),
             "{threads} threads: {} partitions",
-            out.stats.partitions
+            out.stats.plan.partitions
         );
         assert!(out.pairs == want, "{threads} threads: counts differ");
     }
@@ -431,12 +436,11 @@ fn append_partitions_grow_with_the_predicted_pairs() {
 /// pipelined mode, a streamed input and a map-only job.
 #[test]
 fn progress_counts_every_input_byte_once() {
-    use ember::{ContainerKind as C, KeyHint as H, Mode};
-    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-    use std::sync::Arc;
+    use ember::tune::Mode;
+    use ember::{ContainerKind as C, KeyHint as H, Progress};
     let (few, unique) = (keyed(FEW), keyed(UNIQUE));
     let rt = Runtime::builder().threads(2).build().unwrap();
-    let opts = |container, mode, progress: &Arc<AtomicU64>| RunOptions {
+    let opts = |container, mode, progress: &Progress| RunOptions {
         split_size: Some(4096),
         chunk_size: Some(100_000),
         container: Some(container),
@@ -445,15 +449,15 @@ fn progress_counts_every_input_byte_once() {
         ..Default::default()
     };
     let cases = [
-        (&few, C::Auto, Mode::Barrier, "hash", false),
-        (&unique, C::Auto, Mode::Barrier, "append", false),
-        (&few, C::HashTree, Mode::Barrier, "hash_tree", false),
-        (&few, C::Auto, Mode::Pipelined, "hash", false),
-        (&few, C::Auto, Mode::Barrier, "hash", true),
+        (&few, C::Auto, Mode::Barrier, C::Hash, false),
+        (&unique, C::Auto, Mode::Barrier, C::Append, false),
+        (&few, C::HashTree, Mode::Barrier, C::HashTree, false),
+        (&few, C::Auto, Mode::Pipelined, C::Hash, false),
+        (&few, C::Auto, Mode::Barrier, C::Hash, true),
     ];
     for (data, container, mode, chosen, streamed) in cases {
         let label = format!("{container}, {mode}, streamed: {streamed}");
-        let progress = Arc::new(AtomicU64::new(0));
+        let progress = Progress::new();
         let job = Tally {
             hint: H::Unknown,
             mapped: Default::default(),
@@ -466,16 +470,16 @@ fn progress_counts_every_input_byte_once() {
         let out = rt
             .run_with(&job, &input, &opts(container, mode, &progress))
             .unwrap();
-        assert_eq!(out.stats.container, chosen, "{label}");
-        assert_eq!(progress.load(SeqCst), data.len() as u64, "{label}");
+        assert_eq!(out.stats.plan.container, chosen, "{label}");
+        assert_eq!(progress.bytes(), data.len() as u64, "{label}");
     }
     let lines = b"b\na\nb\nc\na\n".repeat(5000);
-    let progress = Arc::new(AtomicU64::new(0));
+    let progress = Progress::new();
     rt.run_map_only(
         &Lines,
         &Input::bytes(&lines),
         &opts(C::Auto, Mode::Auto, &progress),
     )
     .unwrap();
-    assert_eq!(progress.load(SeqCst), lines.len() as u64, "map-only");
+    assert_eq!(progress.bytes(), lines.len() as u64, "map-only");
 }

@@ -2,13 +2,18 @@
 //! are emitted, with no lookup; reduce groups each partition's pairs by key
 //! and folds them (Metis' append container, SMR's array buffers).
 //! Wins when keys rarely repeat, so there is little to combine.
+//!
+//! Every emit stores an owned copy of its key: with no lookup on the map
+//! path there is no "first insert" to copy on. For keys of up to
+//! [`INLINE_KEY_BYTES`](crate::plumbing::INLINE_KEY_BYTES) bytes the copy is
+//! a move of the key's words; longer keys are allocated per emit.
 
 use std::cell::RefCell;
 
 use super::table::Table;
-use super::{partition_of, Container};
+use super::{partition_of, vec_bytes, Container};
 use crate::combine::Combiner;
-use crate::job::{Emit, Job};
+use crate::job::Emit;
 use crate::key::Key;
 
 /// Pairs per key the reduce table is first sized for: append is chosen
@@ -17,11 +22,12 @@ use crate::key::Key;
 const EXPECTED_REPEATS: usize = 4;
 
 /// One worker's append container.
-pub(crate) struct AppendContainer<J: Job> {
-    parts: Vec<Vec<(J::Key, J::Value)>>,
+pub(crate) struct AppendContainer<K, V, C> {
+    parts: Vec<Vec<(K, V)>>,
+    combiner: std::marker::PhantomData<fn() -> C>,
 }
 
-impl<J: Job> AppendContainer<J> {
+impl<K, V, C> AppendContainer<K, V, C> {
     /// Buffers for `partitions` partitions, with room for `pairs` pairs in
     /// all (the sample's prediction for one worker, 0 if unknown) and a
     /// quarter more: growing a buffer of hundreds of megabytes copies it,
@@ -32,24 +38,29 @@ impl<J: Job> AppendContainer<J> {
             parts: (0..partitions)
                 .map(|_| Vec::with_capacity(per_part))
                 .collect(),
+            combiner: std::marker::PhantomData,
         }
     }
 }
 
-impl<J: Job> Emit<J::Key, J::Value> for AppendContainer<J> {
+impl<K: Key, V, C> Emit<K, V> for AppendContainer<K, V, C> {
     #[inline(always)]
-    fn emit(&mut self, key: <J::Key as Key>::Ref<'_>, value: J::Value) {
-        let probe = J::Key::probe(key);
-        let p = partition_of(J::Key::probe_hash(&probe), self.parts.len());
-        self.parts[p].push((J::Key::from_probe(&probe), value));
+    fn emit(&mut self, key: K::Ref<'_>, value: V) {
+        let probe = K::probe(key);
+        let p = partition_of(K::probe_hash(&probe), self.parts.len());
+        self.parts[p].push((K::from_probe(&probe), value));
     }
 }
 
-impl<J: Job> Container<J> for AppendContainer<J> {
-    type Part = Vec<(J::Key, J::Value)>;
+impl<K: Key, V: Send, C: Combiner<V>> Container<K, V, C> for AppendContainer<K, V, C> {
+    type Part = Vec<(K, V)>;
 
     fn distinct(&self) -> usize {
         self.parts.iter().map(Vec::len).sum()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.parts.iter().map(vec_bytes).sum()
     }
 
     fn into_parts(self) -> Vec<Self::Part> {
@@ -66,13 +77,11 @@ impl<J: Job> Container<J> for AppendContainer<J> {
     /// 3. each key's values are folded with the combiner, reading them in
     ///    sequence, and reduced.
     ///
-    /// It replaced a sort of the pairs by key (O(n log n) key comparisons)
-    /// and then folding values into per-key states in the table (a cache
-    /// miss per value on the state's list): on the inverted index of the
-    /// 64 MiB corpus, one thread, the reduce phase went from 0.9-1.2 s to
-    /// 0.5-0.8 s (three runs each, loaded machine). The merge phase orders
-    /// the keys.
-    fn reduce(job: &J, parts: Vec<Self::Part>) -> Vec<(J::Key, J::Out)> {
+    /// This costs no key comparisons beyond the table's, where a sort of the
+    /// pairs by key costs O(n log n), and reads each key's values in
+    /// sequence, where folding them into per-key states in the table costs
+    /// a cache miss per value. The merge phase orders the keys.
+    fn reduce<O>(parts: Vec<Self::Part>, reduce: impl Fn(&K, C::State) -> O) -> Vec<(K, O)> {
         let n: usize = parts.iter().map(Vec::len).sum();
         // 1. Number the keys, first seen first, counting each key's values
         //    in its table slot (already in cache: a separate count array
@@ -81,7 +90,7 @@ impl<J: Job> Container<J> for AppendContainer<J> {
             values: Vec::with_capacity(n),
             keys: 0,
         });
-        let mut numbers = Table::<J::Key, (u32, u32)>::with_capacity(n / EXPECTED_REPEATS);
+        let mut numbers = Table::<K, (u32, u32)>::with_capacity(n / EXPECTED_REPEATS);
         for part in parts {
             numbers.fold_all(
                 part.into_iter(),
@@ -94,7 +103,7 @@ impl<J: Job> Container<J> for AppendContainer<J> {
         }
         let Tagged { values, keys } = tagged.into_inner();
         let mut counts = vec![0u32; keys as usize];
-        let mut keys: Vec<Option<J::Key>> = (0..keys).map(|_| None).collect();
+        let mut keys: Vec<Option<K>> = (0..keys).map(|_| None).collect();
         for (k, (id, count)) in numbers {
             keys[id as usize] = Some(k);
             counts[id as usize] = count;
@@ -106,7 +115,7 @@ impl<J: Job> Container<J> for AppendContainer<J> {
             next.push(start);
             start += c as usize;
         }
-        let mut grouped: Vec<J::Value> = Vec::with_capacity(n);
+        let mut grouped: Vec<V> = Vec::with_capacity(n);
         let slots = &mut grouped.spare_capacity_mut()[..n];
         for (id, v) in values {
             slots[next[id as usize]].write(v);
@@ -121,11 +130,11 @@ impl<J: Job> Container<J> for AppendContainer<J> {
             .zip(counts)
             .map(|(key, count)| {
                 let key = key.expect("every number was given to a key");
-                let mut state = J::Combiner::init(values.next().expect("a key has a value"));
+                let mut state = C::init(values.next().expect("a key has a value"));
                 for v in values.by_ref().take(count as usize - 1) {
-                    J::Combiner::add(&mut state, v);
+                    C::add(&mut state, v);
                 }
-                let o = job.reduce(&key, state);
+                let o = reduce(&key, state);
                 (key, o)
             })
             .collect()

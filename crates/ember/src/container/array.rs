@@ -3,23 +3,28 @@
 //! (Phoenix++'s `array_container`). Partition `p` is the `p`-th contiguous
 //! range of indices.
 
-use super::{chunks, Container};
+use super::{chunks, vec_bytes, Container};
 use crate::combine::Combiner;
-use crate::job::{Emit, Job, StateOf};
+use crate::job::Emit;
 use crate::key::Key;
 
 /// One worker's array container.
-pub(crate) struct ArrayContainer<J: Job> {
-    slots: Vec<Option<StateOf<J>>>,
+pub(crate) struct ArrayContainer<K, V, C: Combiner<V>> {
+    slots: Vec<Option<C::State>>,
     partitions: usize,
+    keys: std::marker::PhantomData<fn(K, V)>,
 }
 
-impl<J: Job> ArrayContainer<J> {
+impl<K, V, C: Combiner<V>> ArrayContainer<K, V, C> {
     /// Room for keys `0..n`, handed to reduce in `partitions` ranges.
     pub(crate) fn new(n: usize, partitions: usize) -> Self {
         let mut slots = Vec::with_capacity(n);
         slots.resize_with(n, || None);
-        ArrayContainer { slots, partitions }
+        ArrayContainer {
+            slots,
+            partitions,
+            keys: std::marker::PhantomData,
+        }
     }
 }
 
@@ -32,25 +37,29 @@ fn out_of_range(index: Option<usize>, n: usize) -> ! {
     }
 }
 
-impl<J: Job> Emit<J::Key, J::Value> for ArrayContainer<J> {
+impl<K: Key, V, C: Combiner<V>> Emit<K, V> for ArrayContainer<K, V, C> {
     #[inline(always)]
-    fn emit(&mut self, key: <J::Key as Key>::Ref<'_>, value: J::Value) {
-        let index = J::Key::as_index(key);
+    fn emit(&mut self, key: K::Ref<'_>, value: V) {
+        let index = K::as_index(key);
         let n = self.slots.len();
         match index.and_then(|i| self.slots.get_mut(i)) {
-            Some(Some(s)) => J::Combiner::add(s, value),
-            Some(slot) => *slot = Some(J::Combiner::init(value)),
+            Some(Some(s)) => C::add(s, value),
+            Some(slot) => *slot = Some(C::init(value)),
             None => out_of_range(index, n),
         }
     }
 }
 
-impl<J: Job> Container<J> for ArrayContainer<J> {
+impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for ArrayContainer<K, V, C> {
     /// The first index of the range, and the states of the range.
-    type Part = (usize, Vec<Option<StateOf<J>>>);
+    type Part = (usize, Vec<Option<C::State>>);
 
     fn distinct(&self) -> usize {
         self.slots.iter().filter(|s| s.is_some()).count()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        vec_bytes(&self.slots)
     }
 
     fn into_parts(self) -> Vec<Self::Part> {
@@ -65,7 +74,7 @@ impl<J: Job> Container<J> for ArrayContainer<J> {
             .collect()
     }
 
-    fn reduce(job: &J, parts: Vec<Self::Part>) -> Vec<(J::Key, J::Out)> {
+    fn reduce<O>(parts: Vec<Self::Part>, reduce: impl Fn(&K, C::State) -> O) -> Vec<(K, O)> {
         let mut parts = parts.into_iter();
         let Some((start, mut base)) = parts.next() else {
             return Vec::new();
@@ -73,7 +82,7 @@ impl<J: Job> Container<J> for ArrayContainer<J> {
         for (_, other) in parts {
             for (b, s) in base.iter_mut().zip(other) {
                 match (b.as_mut(), s) {
-                    (Some(b), Some(s)) => J::Combiner::merge(b, s),
+                    (Some(b), Some(s)) => C::merge(b, s),
                     (None, s) => *b = s,
                     (Some(_), None) => {}
                 }
@@ -82,10 +91,10 @@ impl<J: Job> Container<J> for ArrayContainer<J> {
         base.into_iter()
             .enumerate()
             .filter_map(|(i, s)| {
-                let key = J::Key::from_index(start + i)
-                    .expect("the key type was checked to be an integer");
+                let key =
+                    K::from_index(start + i).expect("the key type was checked to be an integer");
                 s.map(|s| {
-                    let o = job.reduce(&key, s);
+                    let o = reduce(&key, s);
                     (key, o)
                 })
             })

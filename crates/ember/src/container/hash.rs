@@ -1,24 +1,28 @@
 //! The hash container: per worker, one open-addressing [`Table`] per
 //! partition; keys copied on first insert, combiner applied at insert.
 
+use std::marker::PhantomData;
+
 use super::table::Table;
 use super::{partition_of, Container};
 use crate::combine::Combiner;
-use crate::job::{Emit, Job, StateOf};
+use crate::job::Emit;
 use crate::key::Key;
 
 /// One worker's hash container.
-pub(crate) struct HashContainer<J: Job> {
-    parts: Vec<Table<J::Key, StateOf<J>>>,
+pub(crate) struct HashContainer<K, V, C: Combiner<V>> {
+    parts: Vec<Table<K, C::State>>,
+    values: PhantomData<fn(V)>,
 }
 
-impl<J: Job> HashContainer<J> {
+impl<K: Key, V, C: Combiner<V>> HashContainer<K, V, C> {
     /// A container with `partitions` tables of room for `capacity` keys each.
     pub(crate) fn new(partitions: usize, capacity: usize) -> Self {
         HashContainer {
             parts: (0..partitions)
                 .map(|_| Table::with_capacity(capacity))
                 .collect(),
+            values: PhantomData,
         }
     }
 
@@ -32,33 +36,31 @@ impl<J: Job> HashContainer<J> {
     }
 }
 
-impl<J: Job> Emit<J::Key, J::Value> for HashContainer<J> {
+impl<K: Key, V, C: Combiner<V>> Emit<K, V> for HashContainer<K, V, C> {
     #[inline(always)]
-    fn emit(&mut self, key: <J::Key as Key>::Ref<'_>, value: J::Value) {
-        let probe = J::Key::probe(key);
-        let hash = J::Key::probe_hash(&probe);
+    fn emit(&mut self, key: K::Ref<'_>, value: V) {
+        let probe = K::probe(key);
+        let hash = K::probe_hash(&probe);
         let n = self.parts.len();
-        self.parts[partition_of(hash, n)].upsert(
-            &probe,
-            hash,
-            value,
-            J::Combiner::init,
-            J::Combiner::add,
-        );
+        self.parts[partition_of(hash, n)].upsert(&probe, hash, value, C::init, C::add);
     }
 
     #[inline(always)]
-    fn prefetch(&mut self, key: <J::Key as Key>::Ref<'_>) {
-        let hash = J::Key::probe_hash(&J::Key::probe(key));
+    fn prefetch(&mut self, key: K::Ref<'_>) {
+        let hash = K::probe_hash(&K::probe(key));
         self.parts[partition_of(hash, self.parts.len())].prefetch(hash);
     }
 }
 
-impl<J: Job> Container<J> for HashContainer<J> {
-    type Part = Table<J::Key, StateOf<J>>;
+impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for HashContainer<K, V, C> {
+    type Part = Table<K, C::State>;
 
     fn distinct(&self) -> usize {
         self.parts.iter().map(Table::len).sum()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.parts.iter().map(Table::bytes).sum()
     }
 
     fn into_parts(self) -> Vec<Self::Part> {
@@ -66,19 +68,19 @@ impl<J: Job> Container<J> for HashContainer<J> {
     }
 
     /// Joins the tables into the largest one, so the fewest entries move.
-    fn reduce(job: &J, mut tables: Vec<Self::Part>) -> Vec<(J::Key, J::Out)> {
+    fn reduce<O>(mut tables: Vec<Self::Part>, reduce: impl Fn(&K, C::State) -> O) -> Vec<(K, O)> {
         let Some(largest) = (0..tables.len()).max_by_key(|&i| tables[i].len()) else {
             return Vec::new();
         };
         let mut base = tables.swap_remove(largest);
         for table in tables {
             for (k, s) in table {
-                base.merge_owned(k, s, J::Combiner::merge);
+                base.merge_owned(k, s, C::merge);
             }
         }
         let mut out = Vec::with_capacity(base.len());
         out.extend(base.into_iter().map(|(k, s)| {
-            let o = job.reduce(&k, s);
+            let o = reduce(&k, s);
             (k, o)
         }));
         out

@@ -3,26 +3,31 @@
 //! bucket an ordered B-tree (`std::collections::BTreeMap`). Lookups are O(1)
 //! when the prediction holds and degrade to O(log k) per bucket, never to a
 //! full rehash, when it does not.
+//!
+//! A bucket's tree is ordered, but buckets are chosen by hash, so a
+//! partition is not: the merge phase sorts each reduce run whatever the
+//! container.
 
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 use super::{partition_of, Container};
 use crate::combine::Combiner;
-use crate::job::{Emit, Job, StateOf};
+use crate::job::Emit;
 use crate::key::Key;
 
 /// Keys a bucket is sized to hold (Metis: 10).
 pub(crate) const KEYS_PER_BUCKET: usize = 10;
 
-type Bucket<J> = BTreeMap<<J as Job>::Key, StateOf<J>>;
+type Bucket<K, S> = BTreeMap<K, S>;
 
 /// One worker's hash+tree container.
-pub(crate) struct HashTreeContainer<J: Job> {
-    parts: Vec<Vec<Bucket<J>>>,
+pub(crate) struct HashTreeContainer<K, V, C: Combiner<V>> {
+    parts: Vec<Vec<Bucket<K, C::State>>>,
+    len: usize,
 }
 
-impl<J: Job> HashTreeContainer<J> {
+impl<K: Key, V, C: Combiner<V>> HashTreeContainer<K, V, C> {
     /// `partitions` bucket arrays sized for `keys` keys in all.
     pub(crate) fn new(partitions: usize, keys: usize) -> Self {
         let buckets = (keys / partitions / KEYS_PER_BUCKET)
@@ -32,40 +37,51 @@ impl<J: Job> HashTreeContainer<J> {
             parts: (0..partitions)
                 .map(|_| (0..buckets).map(|_| BTreeMap::new()).collect())
                 .collect(),
+            len: 0,
         }
     }
 }
 
-impl<J: Job> Emit<J::Key, J::Value> for HashTreeContainer<J> {
+impl<K: Key, V, C: Combiner<V>> Emit<K, V> for HashTreeContainer<K, V, C> {
     #[inline(always)]
-    fn emit(&mut self, key: <J::Key as Key>::Ref<'_>, value: J::Value) {
-        let probe = J::Key::probe(key);
-        let hash = J::Key::probe_hash(&probe);
+    fn emit(&mut self, key: K::Ref<'_>, value: V) {
+        let probe = K::probe(key);
+        let hash = K::probe_hash(&probe);
         let n = self.parts.len();
         let part = &mut self.parts[partition_of(hash, n)];
         let mask = part.len() - 1;
         let bucket = &mut part[hash as usize & mask];
-        match bucket.get_mut(J::Key::borrow_ref(&key)) {
-            Some(s) => J::Combiner::add(s, value),
+        match bucket.get_mut(K::borrow_ref(&key)) {
+            Some(s) => C::add(s, value),
             None => {
-                bucket.insert(J::Key::from_probe(&probe), J::Combiner::init(value));
+                bucket.insert(K::from_probe(&probe), C::init(value));
+                self.len += 1;
             }
         }
     }
 }
 
-impl<J: Job> Container<J> for HashTreeContainer<J> {
-    type Part = Vec<Bucket<J>>;
+impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for HashTreeContainer<K, V, C> {
+    type Part = Vec<Bucket<K, C::State>>;
 
     fn distinct(&self) -> usize {
-        self.parts.iter().flatten().map(BTreeMap::len).sum()
+        self.len
+    }
+
+    /// The bucket arrays and, per key, its entry in a tree node (B-tree
+    /// nodes hold up to 11 entries; counted as full, plus the node's
+    /// header, estimated at one entry's size per node).
+    fn memory_bytes(&self) -> usize {
+        let buckets: usize = self.parts.iter().map(super::vec_bytes).sum();
+        let entry = std::mem::size_of::<(K, C::State)>();
+        buckets + self.len * entry * 12 / 11
     }
 
     fn into_parts(self) -> Vec<Self::Part> {
         self.parts
     }
 
-    fn reduce(job: &J, parts: Vec<Self::Part>) -> Vec<(J::Key, J::Out)> {
+    fn reduce<O>(parts: Vec<Self::Part>, reduce: impl Fn(&K, C::State) -> O) -> Vec<(K, O)> {
         let mut parts = parts.into_iter();
         let Some(mut base) = parts.next() else {
             return Vec::new();
@@ -74,7 +90,7 @@ impl<J: Job> Container<J> for HashTreeContainer<J> {
             for (b, bucket) in base.iter_mut().zip(other) {
                 for (k, s) in bucket {
                     match b.entry(k) {
-                        Entry::Occupied(mut o) => J::Combiner::merge(o.get_mut(), s),
+                        Entry::Occupied(mut o) => C::merge(o.get_mut(), s),
                         Entry::Vacant(v) => {
                             v.insert(s);
                         }
@@ -85,7 +101,7 @@ impl<J: Job> Container<J> for HashTreeContainer<J> {
         base.into_iter()
             .flatten()
             .map(|(k, s)| {
-                let o = job.reduce(&k, s);
+                let o = reduce(&k, s);
                 (k, o)
             })
             .collect()

@@ -24,11 +24,17 @@
 //! | `append` | pairs appended per partition, grouped by sort in reduce | O(1), no lookup | few repeats (inverted index of unique words) |
 //! | `unique` | pairs appended, never grouped | O(1) | keys declared unique (sort) |
 
-use std::fmt;
+use std::sync::Mutex;
 
-use crate::job::{Emit, Job};
+use crate::combine::Combiner;
+use crate::job::{ContainerKind, Emit};
 use crate::key::Key;
+use append::AppendContainer;
+use array::ArrayContainer;
+use hash::HashContainer;
+use hash_tree::HashTreeContainer;
 use table::Table;
+use unique::UniqueContainer;
 
 pub(crate) mod append;
 pub(crate) mod array;
@@ -37,94 +43,117 @@ pub(crate) mod hash_tree;
 pub(crate) mod table;
 pub(crate) mod unique;
 
-/// Which intermediate container a run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ContainerKind {
-    /// Chosen by the runtime from the job's key hint and a sample of the
-    /// input (the default).
-    #[default]
-    Auto,
-    /// Open-addressing hash table per partition, combiner at insert.
-    Hash,
-    /// Fixed-size hash table with an ordered tree in each bucket (Metis).
-    HashTree,
-    /// A plain array indexed by key: integer keys in `0..n` (the job's
-    /// [`KeyHint::Dense`]).
-    Array,
-    /// Append-only pair buffers, grouped by sorting at reduce time.
-    Append,
-    /// Append-only, never grouped: for keys each emitted once
-    /// ([`KeyHint::Unique`]).
-    Unique,
-}
-
-impl ContainerKind {
-    /// Every kind but `Auto`.
-    pub const ALL: [ContainerKind; 5] = [
-        ContainerKind::Hash,
-        ContainerKind::HashTree,
-        ContainerKind::Array,
-        ContainerKind::Append,
-        ContainerKind::Unique,
-    ];
-
-    /// The kind's name, as the CLI and the stats spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            ContainerKind::Auto => "auto",
-            ContainerKind::Hash => "hash",
-            ContainerKind::HashTree => "hash_tree",
-            ContainerKind::Array => "array",
-            ContainerKind::Append => "append",
-            ContainerKind::Unique => "unique",
-        }
-    }
-}
-
-impl fmt::Display for ContainerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for ContainerKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        std::iter::once(ContainerKind::Auto)
-            .chain(ContainerKind::ALL)
-            .find(|k| k.name() == s.replace('-', "_"))
-            .ok_or_else(|| {
-                format!("unknown container '{s}' (auto, hash, hash_tree, array, append, unique)")
-            })
-    }
-}
-
-/// What a job knows about its keys: guides `Auto` and enables the array and
-/// unique containers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum KeyHint {
-    /// Nothing known: the runtime samples.
-    #[default]
-    Unknown,
-    /// Integer keys in `0..n` (histogram's 768, k-means' clusters): the
-    /// array container can hold them.
-    Dense(usize),
-    /// Every key is emitted once over the whole input (sort): nothing to
-    /// group.
-    Unique,
-}
-
-/// A map worker's container (see the module docs for the lifecycle).
-pub(crate) trait Container<J: Job>: Emit<J::Key, J::Value> + Send {
+/// A map worker's container (see the module docs for the lifecycle):
+/// keys `K`, emitted values `V`, folded by the combiner `C`.
+pub(crate) trait Container<K: Key, V, C: Combiner<V>>: Emit<K, V> + Send {
     /// One partition of one worker's container.
     type Part: Send;
     /// Distinct keys held (pairs held, for containers that do not group).
     fn distinct(&self) -> usize;
+    /// Bytes the container's own arrays take (memory a key or a state owns
+    /// on the heap, such as a long byte-string key or a kept list, is not
+    /// counted).
+    fn memory_bytes(&self) -> usize;
     /// Splits the container into its partitions, in partition order.
     fn into_parts(self) -> Vec<Self::Part>;
-    /// Joins partition `p` of every worker and reduces it.
-    fn reduce(job: &J, parts: Vec<Self::Part>) -> Vec<(J::Key, J::Out)>;
+    /// Joins partition `p` of every worker and reduces each key's state
+    /// with `reduce`.
+    fn reduce<O>(parts: Vec<Self::Part>, reduce: impl Fn(&K, C::State) -> O) -> Vec<(K, O)>;
+}
+
+/// Bytes of `v`'s allocation.
+pub(crate) fn vec_bytes<T>(v: &Vec<T>) -> usize {
+    v.capacity() * std::mem::size_of::<T>()
+}
+
+/// Keys each hash partition table starts with; tables grow by doubling.
+pub(crate) const INITIAL_CAPACITY: usize = 1024;
+/// A prediction never reserves more than this many keys per worker up front
+/// (tables still grow past it if needed).
+const MAX_RESERVED_KEYS: usize = 1 << 24;
+/// Nor more than this many times the keys the worker's sample held:
+/// predictions of skewed inputs run high, an oversized table costs cache
+/// and TLB misses on every insert, and a short one only grows.
+const RESERVE_CAP: usize = 4;
+
+/// How a run's containers are sized.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Sizing {
+    /// Reduce partitions per container.
+    pub(crate) partitions: usize,
+    /// The dense key range's size (array container).
+    pub(crate) dense: usize,
+    /// Distinct keys per worker the sample predicts (0: unknown).
+    pub(crate) keys: usize,
+    /// Pairs per worker the sample predicts (0: unknown).
+    pub(crate) pairs: usize,
+}
+
+/// Something to do with the containers of a run, whatever their kind:
+/// [`build`] calls [`Visit::visit`] with the constructor of the kind the
+/// run uses, so the map path is compiled for each kind (static dispatch)
+/// and the one `match` over kinds lives here.
+pub(crate) trait Visit<K: Key, V, C: Combiner<V>> {
+    /// What the visit returns.
+    type Out;
+    /// Runs with `make(worker)`, which builds worker `worker`'s container.
+    fn visit<Ct: Container<K, V, C>>(
+        self,
+        make: impl Fn(usize) -> Counting<Ct> + Sync,
+    ) -> Self::Out;
+}
+
+/// Calls `visitor` with the constructor of `kind`'s containers (`Auto`
+/// means unique: a run decides `Auto` before it builds containers). A hash
+/// container starts from `kept[worker]`, the sample's container, when there
+/// is one.
+pub(crate) fn build<K, V, C, X>(
+    kind: ContainerKind,
+    sizing: Sizing,
+    kept: Vec<Counting<HashContainer<K, V, C>>>,
+    visitor: X,
+) -> X::Out
+where
+    K: Key,
+    V: Send,
+    C: Combiner<V>,
+    X: Visit<K, V, C>,
+{
+    let Sizing {
+        partitions,
+        dense,
+        keys,
+        pairs,
+    } = sizing;
+    match kind {
+        ContainerKind::Hash => {
+            let kept = Mutex::new(kept);
+            visitor.visit(|w| {
+                let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                let empty = || Counting::new(HashContainer::new(partitions, INITIAL_CAPACITY));
+                let mut c = match kept.get_mut(w) {
+                    Some(slot) => std::mem::replace(slot, Counting::new(HashContainer::new(1, 0))),
+                    None => empty(),
+                };
+                let seen = c.distinct().max(INITIAL_CAPACITY);
+                c.inner
+                    .reserve(keys.min(seen * RESERVE_CAP).min(MAX_RESERVED_KEYS));
+                c
+            })
+        }
+        ContainerKind::HashTree => {
+            visitor.visit(|_| Counting::new(HashTreeContainer::new(partitions, keys)))
+        }
+        ContainerKind::Array => {
+            visitor.visit(|_| Counting::new(ArrayContainer::new(dense, partitions)))
+        }
+        ContainerKind::Append => {
+            visitor.visit(|_| Counting::new(AppendContainer::new(partitions, pairs)))
+        }
+        ContainerKind::Unique | ContainerKind::Auto => {
+            visitor.visit(|_| Counting::new(UniqueContainer::new(partitions)))
+        }
+    }
 }
 
 /// Counts the pairs a container receives.
@@ -136,6 +165,13 @@ pub(crate) struct Counting<C> {
 impl<C> Counting<C> {
     pub(crate) fn new(inner: C) -> Self {
         Counting { inner, pairs: 0 }
+    }
+}
+
+impl<C> std::ops::Deref for Counting<C> {
+    type Target = C;
+    fn deref(&self) -> &C {
+        &self.inner
     }
 }
 
@@ -225,7 +261,7 @@ mod tests {
         let mut seen = KeyHashes::new();
         for i in 0..5000u32 {
             let word = format!("w{}", i % 1234);
-            Emit::<crate::Bytes, u32>::emit(&mut seen, word.as_bytes(), i);
+            Emit::<crate::key::Bytes, u32>::emit(&mut seen, word.as_bytes(), i);
         }
         assert_eq!(seen.len(), 1234);
     }
@@ -241,20 +277,5 @@ mod tests {
                 assert!(max.unwrap() - min.unwrap() <= 1);
             }
         }
-    }
-
-    #[test]
-    fn kinds_parse_by_name() {
-        for k in ContainerKind::ALL {
-            assert_eq!(k.name().parse::<ContainerKind>(), Ok(k));
-        }
-        assert_eq!(
-            "hash-tree".parse::<ContainerKind>(),
-            Ok(ContainerKind::HashTree)
-        );
-        assert!("heap"
-            .parse::<ContainerKind>()
-            .unwrap_err()
-            .contains("unknown container"));
     }
 }

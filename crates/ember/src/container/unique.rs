@@ -1,23 +1,27 @@
 //! The unique container: for jobs that declare every key emitted once
-//! (sort), pairs are appended as they come and never looked up or grouped;
-//! each worker's buffer is cut into equal ranges that reduce tasks take with
-//! no synchronization (SupMR's and Phoenix++'s unlocked array container).
+//! ([`KeyHint::Unique`](crate::KeyHint::Unique)), pairs are appended as they
+//! come and never looked up or grouped; each worker's buffer is cut into
+//! equal ranges that reduce tasks take with no synchronization (SupMR's and
+//! Phoenix++'s unlocked array container). Every emit stores an owned copy
+//! of its key, as the append container does. No built-in workload declares
+//! unique keys: sort routes records to key ranges instead (its keys repeat
+//! per range).
 //!
 //! A job that declares unique keys but repeats one gets the key once per
 //! emit in its output.
 
-use super::{chunks, Container};
+use super::{chunks, vec_bytes, Container};
 use crate::combine::Combiner;
-use crate::job::{Emit, Job, StateOf};
+use crate::job::Emit;
 use crate::key::Key;
 
 /// One worker's unique-key container.
-pub(crate) struct UniqueContainer<J: Job> {
-    pairs: Vec<(J::Key, StateOf<J>)>,
+pub(crate) struct UniqueContainer<K, V, C: Combiner<V>> {
+    pairs: Vec<(K, C::State)>,
     partitions: usize,
 }
 
-impl<J: Job> UniqueContainer<J> {
+impl<K, V, C: Combiner<V>> UniqueContainer<K, V, C> {
     /// An empty buffer, handed to reduce in `partitions` ranges.
     pub(crate) fn new(partitions: usize) -> Self {
         UniqueContainer {
@@ -27,31 +31,35 @@ impl<J: Job> UniqueContainer<J> {
     }
 }
 
-impl<J: Job> Emit<J::Key, J::Value> for UniqueContainer<J> {
+impl<K: Key, V, C: Combiner<V>> Emit<K, V> for UniqueContainer<K, V, C> {
     #[inline(always)]
-    fn emit(&mut self, key: <J::Key as Key>::Ref<'_>, value: J::Value) {
-        let key = J::Key::from_probe(&J::Key::probe(key));
-        self.pairs.push((key, J::Combiner::init(value)));
+    fn emit(&mut self, key: K::Ref<'_>, value: V) {
+        let key = K::from_probe(&K::probe(key));
+        self.pairs.push((key, C::init(value)));
     }
 }
 
-impl<J: Job> Container<J> for UniqueContainer<J> {
-    type Part = Vec<(J::Key, StateOf<J>)>;
+impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for UniqueContainer<K, V, C> {
+    type Part = Vec<(K, C::State)>;
 
     fn distinct(&self) -> usize {
         self.pairs.len()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        vec_bytes(&self.pairs)
     }
 
     fn into_parts(self) -> Vec<Self::Part> {
         chunks(self.pairs, self.partitions)
     }
 
-    fn reduce(job: &J, parts: Vec<Self::Part>) -> Vec<(J::Key, J::Out)> {
+    fn reduce<O>(parts: Vec<Self::Part>, reduce: impl Fn(&K, C::State) -> O) -> Vec<(K, O)> {
         parts
             .into_iter()
             .flatten()
             .map(|(k, s)| {
-                let o = job.reduce(&k, s);
+                let o = reduce(&k, s);
                 (k, o)
             })
             .collect()

@@ -22,8 +22,7 @@
 //! hand-offs, and switches to appending below [`MIN_COMBINING`] (unless
 //! the caller fixed the kind).
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -33,7 +32,8 @@ use crate::combine::Combiner;
 use crate::container::table::Table;
 use crate::error::{Error, Phase};
 use crate::job::{Job, StateOf};
-use crate::runtime::Failure;
+use crate::progress::Progress;
+use crate::unwind::Failure;
 
 use super::DEFAULT_BUFFER_BYTES;
 
@@ -212,10 +212,6 @@ impl Backoff {
     }
 }
 
-/// Unwinds out of a `map` call once another worker has failed (the payload
-/// tells the map loop that the failure is already recorded).
-pub(super) struct Aborted;
-
 /// What the workers of one pipelined run share.
 pub(super) struct Exchange<'j, J: Job> {
     pub(super) job: &'j J,
@@ -237,7 +233,7 @@ pub(super) struct Exchange<'j, J: Job> {
     /// Splits in all.
     pub(super) splits: usize,
     /// The run's progress counter: each split's bytes once it is mapped.
-    pub(super) progress: Option<&'j AtomicU64>,
+    pub(super) progress: Option<&'j Progress>,
     /// Workers that have not yet sent their last buffer (every worker
     /// sends: its map output, or its share of a kept sample). Each worker
     /// decrements it once, with release ordering, after its last send;
@@ -280,7 +276,7 @@ impl<'j, J: Job> Exchange<'j, J> {
         workers: usize,
         splits: usize,
         sizing: Sizing,
-        progress: Option<&'j AtomicU64>,
+        progress: Option<&'j Progress>,
     ) -> Self {
         Exchange {
             job,
@@ -443,12 +439,11 @@ impl<'j, J: Job> Exchange<'j, J> {
                     };
                     table.reserve(keys);
                 }
-                let fold = catch_unwind(AssertUnwindSafe(|| match &mut buf {
+                let folded_ok = self.failure.run(Phase::Reduce, || match &mut buf {
                     Buf::Table(t) => t.drain_into(&mut table, J::Combiner::merge),
                     Buf::Pairs(h, v) => table.merge_hashed_all(h, v, J::Combiner::merge),
-                }));
-                if let Err(p) = fold {
-                    self.failure.record(Error::panicked(Phase::Reduce, p));
+                });
+                if !folded_ok {
                     return folded;
                 }
                 folded += 1;

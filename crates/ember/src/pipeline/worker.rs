@@ -3,18 +3,20 @@
 //! between splits, then a reducer that helps fold whatever is left and
 //! finishes its partition.
 
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::exchange::{Aborted, Backoff, Buf, Clock, Exchange, Sizing, CHECK_EVERY, MIN_COMBINING};
+use super::exchange::{Backoff, Buf, Clock, Exchange, Sizing, CHECK_EVERY, MIN_COMBINING};
 use crate::combine::Combiner;
 use crate::container::partition_of;
 use crate::container::table::Table;
-use crate::error::{Error, Phase};
+use crate::error::Phase;
 use crate::input::{Input, SplitRange};
-use crate::job::{Emit, Job, Split, StateOf};
+use crate::job::{Emit, Job, StateOf};
 use crate::key::Key;
+use crate::progress;
+use crate::schedule::{pull, split_in};
+use crate::unwind;
 
 /// What a worker brings back from the run.
 pub(super) struct Report<J: Job> {
@@ -107,7 +109,7 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
             empty => match self.x.acquire(self.me, self.combining, &mut self.clock) {
                 Some(b) => empty.insert(b),
                 // Another worker failed: stop this map call.
-                None => resume_unwind(Box::new(Aborted)),
+                None => unwind::abort(),
             },
         };
         let full = match buf {
@@ -215,10 +217,11 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
         let before = (self.clock.reduce, self.clock.idle);
         let combining = std::mem::replace(&mut self.combining, false);
         // Folding waiting buffers (under back-pressure) runs the combiner.
-        if let Err(p) = catch_unwind(AssertUnwindSafe(|| self.send_entries(entries))) {
-            if !p.is::<Aborted>() {
-                self.x.failure.record(Error::panicked(Phase::Reduce, p));
-            }
+        if !self
+            .x
+            .failure
+            .run(Phase::Reduce, || self.send_entries(entries))
+        {
             return;
         }
         self.flush();
@@ -236,7 +239,7 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
                 Some(b) => b,
                 empty => match self.x.acquire(self.me, false, &mut self.clock) {
                     Some(b) => empty.insert(b),
-                    None => resume_unwind(Box::new(Aborted)),
+                    None => unwind::abort(),
                 },
             };
             let full = match buf {
@@ -258,37 +261,25 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
 
     /// Maps splits until none is left or the run fails.
     fn map_all(&mut self, input: &Input<'_>, splits: &[SplitRange]) -> u64 {
-        let job = self.x.job;
-        let mut tasks = 0;
-        while !self.x.failure.is_set() {
-            let i = self.x.next_split.fetch_add(1, Ordering::Relaxed);
-            let Some(s) = splits.get(i) else { break };
-            let split = Split {
-                data: &input.part_bytes(s.part)[s.start..s.end],
-                part: s.part,
-                offset: s.start as u64,
-            };
+        let x = self.x;
+        let tasks = pull(&x.next_split, splits.len(), &x.failure, |i| {
+            let split = split_in(input, &splits[i]);
+            let bytes = split.data.len();
             let start = Instant::now();
             let before = (self.clock.reduce, self.clock.idle);
-            let mapped = catch_unwind(AssertUnwindSafe(|| job.map(split, self)));
+            x.job.map(split, &mut *self);
+            // Folds and waits inside map (at hand-offs) are not map time.
             let nested = (self.clock.reduce - before.0) + (self.clock.idle - before.1);
             self.clock.map += start.elapsed().saturating_sub(nested);
-            if let Err(p) = mapped {
-                if !p.is::<Aborted>() {
-                    self.x.failure.record(Error::panicked(Phase::Map, p));
-                }
-                return tasks;
-            }
-            tasks += 1;
-            crate::runtime::add_progress(self.x.progress, s.end - s.start);
-            if self.x.take_request() {
+            progress::add(x.progress, bytes);
+            if x.take_request() {
                 self.flush();
             }
-            if self.x.should_fold() {
-                self.x.drain(self.me, self.me, &mut self.clock);
+            if x.should_fold() {
+                x.drain(self.me, self.me, &mut self.clock);
             }
-        }
-        if !self.x.failure.is_set() {
+        });
+        if !x.failure.is_set() {
             self.flush();
         }
         tasks
@@ -360,18 +351,18 @@ pub(super) fn work<J: Job>(
     let table = x.take_part(me);
     let start = Instant::now();
     let job = x.job;
-    let reduced = catch_unwind(AssertUnwindSafe(|| {
+    let reduced = unwind::catch(Phase::Reduce, || {
         let mut out = Vec::with_capacity(table.len());
         out.extend(table.into_iter().map(|(k, s)| {
             let o = job.reduce(&k, s);
             (k, o)
         }));
         out
-    }));
+    });
     clock.reduce += start.elapsed();
     match reduced {
         Ok(run) => report.run = run,
-        Err(p) => x.failure.record(Error::panicked(Phase::Reduce, p)),
+        Err(e) => x.failure.record(e),
     }
     report
 }

@@ -8,7 +8,9 @@ use std::fmt::Debug;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use ember::{Input, Job, Mode, Output, PipelineOptions, RunOptions, Runtime, Stats};
+use ember::stats::{ModeReason, RunMode};
+use ember::tune::{Mode, PipelineOptions};
+use ember::{Input, Job, Output, RunOptions, Runtime, Stats};
 
 /// Thread counts every comparison runs with.
 pub const THREADS: [usize; 3] = [1, 2, 8];
@@ -73,11 +75,12 @@ pub fn assert_runs_agree<T: PartialEq + Debug>(
         let rt = Runtime::builder().threads(threads).build().unwrap();
         for &split in split_sizes {
             let (want, stats) = run(&rt, &options(Mode::Barrier, Default::default(), split));
-            assert_eq!(stats.mode, "barrier");
+            assert_eq!(stats.plan.mode, RunMode::Barrier);
             for (name, pipe) in buffer_settings() {
                 let (got, stats) = run(&rt, &options(Mode::Pipelined, pipe, split));
                 let what = format!("{threads} threads, split size {split:?}, {name}");
-                assert_eq!(stats.mode, "pipelined", "{what}: {}", stats.mode_reason);
+                let why = &stats.plan.mode_reason;
+                assert_eq!(stats.plan.mode, RunMode::Pipelined, "{what}: {why}");
                 let p = stats.pipeline.as_ref().expect("pipeline stats");
                 assert!(p.peak_buffered_bytes <= p.max_buffered_bytes, "{what}");
                 assert!(got == want, "{what}: outputs differ");
@@ -119,11 +122,11 @@ pub fn assert_falls_back<T: PartialEq + Debug>(run: impl Fn(&Runtime, &RunOption
         for (name, pipe) in buffer_settings() {
             let (got, stats) = run(&rt, &options(Mode::Pipelined, pipe, None));
             let what = format!("{threads} threads, {name}");
-            assert_eq!(stats.mode, "barrier", "{what}");
+            assert_eq!(stats.plan.mode, RunMode::Barrier, "{what}");
             assert!(
-                stats.mode_reason.contains("not pipelinable"),
+                matches!(stats.plan.mode_reason, ModeReason::NotPipelinable { .. }),
                 "{what}: {}",
-                stats.mode_reason
+                stats.plan.mode_reason
             );
             assert!(stats.pipeline.is_none(), "{what}");
             assert!(got == want, "{what}: outputs differ");

@@ -5,9 +5,12 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use crate::pool::Pool;
+
 /// Busy nanoseconds per worker of the pool, added to by the workers
 /// themselves.
-pub(crate) struct Busy {
+pub(crate) struct Busy<'p> {
+    pool: &'p Pool,
     /// Nanoseconds worker `w` spent inside [`Busy::time`]. Each slot is
     /// written (`fetch_add`, relaxed) only by its own worker, and read after
     /// the phase, once the pool has joined every worker (the join orders the
@@ -16,16 +19,18 @@ pub(crate) struct Busy {
     nanos: Vec<AtomicU64>,
 }
 
-impl Busy {
-    /// A clock for a pool of `threads` workers, at zero.
-    pub(crate) fn new(threads: usize) -> Self {
+impl<'p> Busy<'p> {
+    /// A clock for the workers of `pool`, at zero.
+    pub(crate) fn new(pool: &'p Pool) -> Self {
         Busy {
-            nanos: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+            pool,
+            nanos: (0..pool.threads()).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
     /// Runs `f`, adding its duration to the calling worker's busy time (on a
-    /// thread outside the pool, it is not counted).
+    /// thread outside the pool, including another pool's worker, it is not
+    /// counted).
     #[inline]
     pub(crate) fn time<R>(&self, f: impl FnOnce() -> R) -> R {
         let start = Instant::now();
@@ -36,7 +41,7 @@ impl Busy {
 
     /// Adds `d` to the calling worker's busy time.
     pub(crate) fn add(&self, d: Duration) {
-        if let Some(slot) = rayon::current_thread_index().and_then(|w| self.nanos.get(w)) {
+        if let Some(slot) = self.pool.current_index().and_then(|w| self.nanos.get(w)) {
             slot.fetch_add(d.as_nanos() as u64, Relaxed);
         }
     }
@@ -73,13 +78,13 @@ mod tests {
 
     #[test]
     fn time_outside_the_pool_is_not_counted() {
-        let b = Busy::new(2);
+        let pool = Pool::new(2, false).unwrap();
+        let b = Busy::new(&pool);
         assert_eq!(b.time(|| 7), 7);
         assert_eq!(b.secs(), vec![0.0, 0.0]);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let other = Pool::new(3, false).unwrap();
+        other.broadcast(|_| b.time(|| std::thread::sleep(Duration::from_millis(2))));
+        assert_eq!(b.secs(), vec![0.0, 0.0]);
         pool.broadcast(|_| b.time(|| std::thread::sleep(Duration::from_millis(2))));
         assert!(b.secs().iter().all(|&s| s >= 0.002));
     }

@@ -1,0 +1,132 @@
+//! The barrier mode (Phoenix, Metis): every worker maps the splits it pulls
+//! into its own container; when the last split is mapped, partition `p` of
+//! every worker's container is joined and reduced by one task, the
+//! partitions spread over the workers by rayon's work stealing.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::busy::{utilization, Busy};
+use crate::combine::Combiner;
+use crate::container::{Container, Counting, Visit};
+use crate::error::{Phase, Result};
+use crate::ingest::IngestThread;
+use crate::job::Job;
+use crate::pool::Pool;
+use crate::progress::Progress;
+use crate::schedule::{map_source, Source};
+use crate::stats::{secs, Stats};
+use crate::unwind;
+
+/// Map output of at most this many entries (all workers) is reduced on the
+/// calling thread: waking the pool costs more than reducing a few thousand
+/// entries (k-means runs one job per iteration, each with a few hundred
+/// entries). Only for combiners that fold ([`Combiner::FOLDS`]): a kept
+/// list per key can be any length, so such reduces always use the pool.
+const SMALL_REDUCE: usize = 1 << 12;
+
+/// One reduce partition's output.
+pub(crate) type Run<J> = Vec<(<J as Job>::Key, <J as Job>::Out)>;
+
+/// A barrier-mode map and reduce over one source: a [`Visit`] of the run's
+/// containers.
+pub(crate) struct Barrier<'r, 'i, 'a, J> {
+    pub(crate) pool: &'r Pool,
+    pub(crate) ingest: &'r IngestThread,
+    pub(crate) job: &'r J,
+    pub(crate) source: Source<'i, 'a>,
+    pub(crate) progress: Option<&'r Progress>,
+    pub(crate) stats: &'r mut Stats,
+}
+
+impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
+    type Out = Result<Vec<Run<J>>>;
+
+    fn visit<C: Container<J::Key, J::Value, J::Combiner>>(
+        self,
+        make: impl Fn(usize) -> Counting<C> + Sync,
+    ) -> Self::Out {
+        let Barrier {
+            pool,
+            ingest,
+            job,
+            source,
+            progress,
+            stats,
+        } = self;
+        let map_start = Instant::now();
+        let map_busy = Busy::new(pool);
+        let workers = map_source(
+            pool,
+            ingest,
+            (source, progress),
+            stats,
+            make,
+            |c, _, split| map_busy.time(|| job.map(split, c)),
+        )?;
+        stats.map_secs = secs(map_start.elapsed());
+        stats.map_tasks = workers.iter().map(|w| w.1).collect();
+        stats.pairs_emitted = workers.iter().map(|w| w.0.pairs).sum();
+        let held: usize = workers.iter().map(|w| w.0.distinct()).sum();
+        stats.actual_keys_per_worker = (held / workers.len().max(1)) as u64;
+        stats.container_bytes = workers.iter().map(|w| w.0.memory_bytes() as u64).sum();
+
+        let reduce_start = Instant::now();
+        let reduce_busy = Busy::new(pool);
+        let containers = workers.into_iter().map(|(c, _)| c.inner);
+        let (runs, tasks) = reduce(pool, job, containers, held, &reduce_busy)?;
+        stats.reduce_tasks = tasks;
+        stats.reduce_secs = secs(reduce_start.elapsed());
+        stats.map_busy_secs = map_busy.secs();
+        stats.reduce_busy_secs = reduce_busy.secs();
+        stats.utilization = utilization(
+            &[&stats.map_busy_secs, &stats.reduce_busy_secs],
+            pool.threads(),
+            stats.map_secs + stats.reduce_secs,
+        );
+        Ok(runs)
+    }
+}
+
+/// Reduces partition `p` of every container as one task, for every `p`;
+/// returns the runs in partition order and the tasks each worker ran. A
+/// small output (`held` entries in all) is reduced on the calling thread.
+fn reduce<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
+    pool: &Pool,
+    job: &J,
+    containers: impl ExactSizeIterator<Item = C>,
+    held: usize,
+    busy: &Busy<'_>,
+) -> Result<(Vec<Run<J>>, Vec<u64>)> {
+    // Every worker's container has the same partitions.
+    let mut columns: Vec<Vec<C::Part>> = Vec::new();
+    let n = containers.len();
+    for c in containers {
+        for (p, part) in c.into_parts().into_iter().enumerate() {
+            if p == columns.len() {
+                columns.push(Vec::with_capacity(n));
+            }
+            columns[p].push(part);
+        }
+    }
+    // Tasks per worker: each slot is added to by its own worker (relaxed)
+    // and read after the pool has joined them all.
+    let tasks: Vec<AtomicU64> = (0..pool.threads()).map(|_| AtomicU64::new(0)).collect();
+    let task = |parts| {
+        // The calling thread, if it is not one of the pool's, counts as
+        // worker 0.
+        tasks[pool.current_index().unwrap_or(0)].fetch_add(1, Relaxed);
+        unwind::catch(Phase::Reduce, || {
+            busy.time(|| C::reduce(parts, |k, s| job.reduce(k, s)))
+        })
+    };
+    let runs: Vec<Result<Run<J>>> = if held <= SMALL_REDUCE && J::Combiner::FOLDS {
+        columns.into_iter().map(task).collect()
+    } else {
+        pool.install(|| columns.into_par_iter().map(task).collect())
+    };
+    let runs = runs.into_iter().collect::<Result<Vec<_>>>()?;
+    Ok((runs, tasks.into_iter().map(AtomicU64::into_inner).collect()))
+}

@@ -1,0 +1,598 @@
+//! A run's decisions, made once, into one typed [`Plan`] that the stats
+//! report as is: the intermediate container (by the job, the caller, or the
+//! sample), the reduce partitions, the mode (barrier or pipelined) and how
+//! the input is read.
+//!
+//! Every reported choice is an enum with a [`Display`](fmt::Display) that
+//! says it in words, so tests match variants and people read sentences.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::combine::Combiner;
+use crate::error::{Error, Result};
+use crate::input::Input;
+use crate::job::{ContainerKind, Job, KeyHint};
+use crate::key::Key;
+use crate::merge::MergeKind;
+use crate::names::names;
+use crate::predict::Prediction;
+
+/// Pairs per reduce partition the append container aims at when the sample
+/// predicts how many there will be: its reduce numbers a partition's keys
+/// in a table and counting-sorts the values by number, and both stay in the
+/// caches only for small partitions (Phoenix Rebirth's bucket counts sized
+/// to the keys; the sweep behind the figure is in `docs/measurements.md`).
+const APPEND_PAIRS_PER_PARTITION: u64 = 1 << 17;
+/// The most partitions the append container is given.
+const MAX_APPEND_PARTITIONS: usize = 1 << 10;
+/// Pairs per distinct key below which the append container wins, for a
+/// combiner that folds values (sums) and for one that keeps them (lists);
+/// measured with `ember bench containers`.
+const APPEND_BELOW_REPEATS: f64 = 2.0;
+const APPEND_BELOW_REPEATS_UNFOLDED: f64 = 16.0;
+
+/// How map and reduce are scheduled, as asked for in
+/// [`RunOptions::mode`](crate::RunOptions::mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// The runtime chooses. It picks the barrier: on the inputs measured so
+    /// far (`ember bench pipeline`, 2 cores) pipelining was not faster.
+    #[default]
+    Auto,
+    /// Reduce starts when the last map task has finished (Phoenix, Metis).
+    Barrier,
+    /// Reducers fold map output as it is produced (SMR). Jobs that cannot
+    /// be pipelined ([`Job::pipelinable`]) still run with the barrier.
+    Pipelined,
+}
+
+/// How a run's map and reduce actually ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunMode {
+    /// Reduce after the last map task.
+    #[default]
+    Barrier,
+    /// Reducers folded map output while mappers mapped.
+    Pipelined,
+    /// A map-only job: no reduce.
+    MapOnly,
+}
+
+/// How a run read its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IngestKind {
+    /// Bytes the caller held in memory.
+    #[default]
+    Memory,
+    /// Memory-mapped files.
+    Mmap,
+    /// Streamed in chunks, read while the previous chunk is mapped.
+    Chunked,
+}
+
+/// Why a run has no sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unsampled {
+    /// A streamed input is read once, so it cannot be sampled ahead.
+    Streamed,
+    /// Too few splits for a sample to pay.
+    TooSmall,
+}
+
+/// Why a run uses its container.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum ContainerReason {
+    /// The job declares integer keys in `0..n`.
+    DenseKeys {
+        /// The key range's size.
+        n: usize,
+    },
+    /// The job declares every key unique.
+    UniqueKeys,
+    /// No sample: hash is the safe default.
+    NotSampled {
+        /// Why there is no sample.
+        unsampled: Unsampled,
+    },
+    /// The sample saw few pairs per key: little to combine, so append.
+    FewRepeats {
+        /// Pairs per distinct key in the sample.
+        repeats: f64,
+        /// The threshold it was below.
+        threshold: f64,
+        /// The job's combiner keeps values (a higher threshold).
+        keeps_values: bool,
+    },
+    /// The sample saw keys repeat: combining at insert pays, so hash.
+    ManyRepeats {
+        /// Pairs per distinct key in the sample.
+        repeats: f64,
+    },
+    /// The job or the caller chose the container.
+    Chosen {
+        /// What `Auto` would have picked from the sample, when it differs.
+        auto: Option<(ContainerKind, Box<ContainerReason>)>,
+    },
+    /// The pipelined mode folds map buffers into one hash table per reducer.
+    Pipelined,
+    /// A map-only job appends each split's pairs to a vector.
+    MapOnly,
+}
+
+/// Why a run uses its mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum ModeReason {
+    /// The caller asked for it.
+    Caller,
+    /// `Auto` keeps the barrier (see [`Mode::Auto`]).
+    Auto,
+    /// Pipelining was asked for, but the job is not pipelinable.
+    NotPipelinable {
+        /// The mode asked for.
+        asked: Mode,
+    },
+    /// Pipelining was asked for, but the input is streamed.
+    Streamed,
+    /// A map-only job has no reduce to overlap.
+    MapOnly {
+        /// The mode asked for.
+        asked: Mode,
+    },
+}
+
+/// A run's decisions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    /// The intermediate container.
+    pub container: ContainerKind,
+    /// Why that container.
+    pub container_reason: ContainerReason,
+    /// How map and reduce run.
+    pub mode: RunMode,
+    /// Why that mode.
+    pub mode_reason: ModeReason,
+    /// How the input is read.
+    pub ingest: IngestKind,
+    /// Reduce partitions per worker container.
+    pub partitions: usize,
+    /// How the output is ordered.
+    pub merge: MergeKind,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan {
+            container: ContainerKind::Hash,
+            container_reason: ContainerReason::NotSampled {
+                unsampled: Unsampled::TooSmall,
+            },
+            mode: RunMode::Barrier,
+            mode_reason: ModeReason::Auto,
+            ingest: IngestKind::Memory,
+            partitions: 1,
+            merge: MergeKind::default(),
+        }
+    }
+}
+
+/// What the caller and the job ask of a run, checked: the input to every
+/// decision the sample does not make.
+pub(crate) struct Request {
+    /// The container asked for (`Auto` when the runtime chooses).
+    pub(crate) container: ContainerKind,
+    hint: KeyHint,
+    /// The key type can index an array (an integer type).
+    dense_ok: bool,
+    folds: bool,
+    pipelinable: bool,
+    mode: Mode,
+    threads: usize,
+}
+
+impl Request {
+    /// The request of `job` run with these options on `threads` workers;
+    /// an error when the job cannot use the container asked for.
+    pub(crate) fn new<J: Job>(
+        job: &J,
+        container: Option<ContainerKind>,
+        mode: Option<Mode>,
+        threads: usize,
+    ) -> Result<Self> {
+        let r = Request {
+            container: container.unwrap_or_else(|| job.container()),
+            hint: job.keys(),
+            dense_ok: J::Key::from_index(0).is_some(),
+            folds: J::Combiner::FOLDS,
+            pipelinable: job.pipelinable(),
+            mode: mode.unwrap_or_default(),
+            threads,
+        };
+        r.check()?;
+        Ok(r)
+    }
+
+    fn check(&self) -> Result<()> {
+        let dense = matches!(self.hint, KeyHint::Dense(_)) && self.dense_ok;
+        if self.container == ContainerKind::Array && !dense {
+            return Err(Error::Config(
+                "the array container needs a job with dense integer keys (KeyHint::Dense)".into(),
+            ));
+        }
+        if self.container == ContainerKind::Unique && self.hint != KeyHint::Unique {
+            return Err(Error::Config(
+                "the unique container needs a job that declares unique keys (KeyHint::Unique)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// True when the run pipelines whatever the input holds.
+    pub(crate) fn pipelines(&self) -> bool {
+        self.mode == Mode::Pipelined && self.pipelinable
+    }
+
+    /// True when the container choice or its sizing depends on a sample.
+    pub(crate) fn needs_sample(&self) -> bool {
+        let wanted = match self.container {
+            ContainerKind::Auto => !matches!(
+                (self.hint, self.dense_ok),
+                (KeyHint::Dense(_), true) | (KeyHint::Unique, _)
+            ),
+            ContainerKind::Hash | ContainerKind::HashTree => true,
+            _ => false,
+        };
+        wanted && !self.pipelines()
+    }
+
+    /// Reduce partitions: a few per worker, so the reduce tasks balance.
+    pub(crate) fn partitions(&self) -> usize {
+        match self.threads {
+            1 => 1,
+            t => t * 4,
+        }
+    }
+
+    /// The plan for an input that is `streamed` (or else `mapped`), given
+    /// what the sample showed.
+    pub(crate) fn decide(
+        &self,
+        prediction: Option<&Prediction>,
+        (streamed, mapped): (bool, bool),
+        merge: MergeKind,
+    ) -> Plan {
+        let unsampled = if streamed {
+            Unsampled::Streamed
+        } else {
+            Unsampled::TooSmall
+        };
+        let (container, container_reason) = self.container(prediction, unsampled);
+        let (mode, mode_reason) = self.mode(streamed);
+        let ingest = ingest_kind(streamed, mapped);
+        let partitions = match (mode, container) {
+            (RunMode::Pipelined, _) => self.threads,
+            (_, ContainerKind::Append) => self.append_partitions(prediction),
+            _ => self.partitions(),
+        };
+        let (container, container_reason) = match mode {
+            RunMode::Pipelined => (ContainerKind::Hash, ContainerReason::Pipelined),
+            _ => (container, container_reason),
+        };
+        Plan {
+            container,
+            container_reason,
+            mode,
+            mode_reason,
+            ingest,
+            partitions,
+            merge,
+        }
+    }
+
+    /// How `input` is read.
+    pub(crate) fn ingest(input: &Input<'_>) -> IngestKind {
+        ingest_kind(input.is_streamed(), input.is_mapped())
+    }
+
+    fn container(
+        &self,
+        prediction: Option<&Prediction>,
+        unsampled: Unsampled,
+    ) -> (ContainerKind, ContainerReason) {
+        let auto = |p| choose_container(self.hint, self.dense_ok, self.folds, p, unsampled);
+        if self.container == ContainerKind::Auto {
+            return auto(prediction);
+        }
+        // A forced choice still gets the sample's opinion, so the stats say
+        // why a poor choice is slow.
+        let auto = prediction
+            .map(|p| auto(Some(p)))
+            .filter(|(k, _)| *k != self.container)
+            .map(|(k, r)| (k, Box::new(r)));
+        (self.container, ContainerReason::Chosen { auto })
+    }
+
+    fn mode(&self, streamed: bool) -> (RunMode, ModeReason) {
+        match self.mode {
+            Mode::Auto => (RunMode::Barrier, ModeReason::Auto),
+            Mode::Barrier => (RunMode::Barrier, ModeReason::Caller),
+            Mode::Pipelined if !self.pipelinable => (
+                RunMode::Barrier,
+                ModeReason::NotPipelinable { asked: self.mode },
+            ),
+            Mode::Pipelined if streamed => (RunMode::Barrier, ModeReason::Streamed),
+            Mode::Pipelined => (RunMode::Pipelined, ModeReason::Caller),
+        }
+    }
+
+    /// Reduce partitions for the append container: as many as keep each
+    /// partition near [`APPEND_PAIRS_PER_PARTITION`] pairs when the sample
+    /// predicts the pairs, a power of two, never fewer than
+    /// [`Request::partitions`].
+    fn append_partitions(&self, prediction: Option<&Prediction>) -> usize {
+        let pairs = prediction.map_or(0, |p| p.pairs_per_worker * self.threads as u64);
+        let wanted = pairs.div_ceil(APPEND_PAIRS_PER_PARTITION) as usize;
+        wanted
+            .next_power_of_two()
+            .min(MAX_APPEND_PARTITIONS)
+            .max(self.partitions())
+    }
+}
+
+fn ingest_kind(streamed: bool, mapped: bool) -> IngestKind {
+    match (streamed, mapped) {
+        (true, _) => IngestKind::Chunked,
+        (false, true) => IngestKind::Mmap,
+        (false, false) => IngestKind::Memory,
+    }
+}
+
+/// The container `Auto` picks, and why.
+fn choose_container(
+    hint: KeyHint,
+    dense_ok: bool,
+    folds: bool,
+    p: Option<&Prediction>,
+    unsampled: Unsampled,
+) -> (ContainerKind, ContainerReason) {
+    let threshold = if folds {
+        APPEND_BELOW_REPEATS
+    } else {
+        APPEND_BELOW_REPEATS_UNFOLDED
+    };
+    match (hint, p) {
+        (KeyHint::Dense(n), _) if dense_ok => {
+            (ContainerKind::Array, ContainerReason::DenseKeys { n })
+        }
+        (KeyHint::Unique, _) => (ContainerKind::Unique, ContainerReason::UniqueKeys),
+        (_, None) => (
+            ContainerKind::Hash,
+            ContainerReason::NotSampled { unsampled },
+        ),
+        (_, Some(p)) if p.repeats < threshold => (
+            ContainerKind::Append,
+            ContainerReason::FewRepeats {
+                repeats: p.repeats,
+                threshold,
+                keeps_values: !folds,
+            },
+        ),
+        (_, Some(p)) => (
+            ContainerKind::Hash,
+            ContainerReason::ManyRepeats { repeats: p.repeats },
+        ),
+    }
+}
+
+names!(Mode, "mode" { Auto => "auto", Barrier => "barrier", Pipelined => "pipelined" });
+names!(RunMode, "run mode" { Barrier => "barrier", Pipelined => "pipelined", MapOnly => "map_only" });
+names!(IngestKind, "ingest" { Memory => "memory", Mmap => "mmap", Chunked => "chunked" });
+
+impl fmt::Display for Unsampled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unsampled::Streamed => "streamed input is not sampled",
+            Unsampled::TooSmall => "input too small to sample",
+        })
+    }
+}
+
+impl fmt::Display for ContainerReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ContainerReason::DenseKeys { n } => {
+                write!(f, "the job declares dense integer keys 0..{n}")
+            }
+            ContainerReason::UniqueKeys => f.write_str("the job declares unique keys"),
+            ContainerReason::NotSampled { unsampled } => {
+                write!(f, "{unsampled}; hash is the safe default")
+            }
+            ContainerReason::FewRepeats {
+                repeats,
+                threshold,
+                keeps_values,
+            } => write!(
+                f,
+                "sample: {repeats:.2} pairs per distinct key (< {threshold}{}): little to combine",
+                if *keeps_values {
+                    ", the combiner keeps values"
+                } else {
+                    ""
+                }
+            ),
+            ContainerReason::ManyRepeats { repeats } => write!(
+                f,
+                "sample: {repeats:.1} pairs per distinct key: combining at insert pays"
+            ),
+            ContainerReason::Chosen { auto: None } => {
+                f.write_str("chosen by the job or the caller")
+            }
+            ContainerReason::Chosen {
+                auto: Some((k, why)),
+            } => write!(
+                f,
+                "chosen by the job or the caller; Auto would pick {k} ({why})"
+            ),
+            ContainerReason::Pipelined => {
+                f.write_str("pipelined: map buffers fold into one hash table per reducer")
+            }
+            ContainerReason::MapOnly => f.write_str(
+                "map-only job: each split's pairs appended to a plain vector (SMR's array buffer)",
+            ),
+        }
+    }
+}
+
+impl fmt::Display for ModeReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModeReason::Caller => f.write_str("chosen by the caller"),
+            ModeReason::Auto => f.write_str(
+                "auto: the barrier, which measured as fast as pipelining or faster \
+                 (ember bench pipeline); --mode pipelined overlaps map and reduce",
+            ),
+            ModeReason::NotPipelinable { asked } => write!(
+                f,
+                "{asked} mode asked, but the job is not pipelinable (Job::pipelinable: its \
+                 reduce needs a state from an associative and commutative combiner)"
+            ),
+            ModeReason::Streamed => {
+                f.write_str("streamed input: the pipelined mode needs the input in memory")
+            }
+            ModeReason::MapOnly { asked } => write!(
+                f,
+                "map-only job: no reduce to overlap or wait for ({asked} mode asked)"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prediction(pairs_per_worker: u64, repeats: f64) -> Prediction {
+        Prediction {
+            pairs: 1000,
+            repeats,
+            beta: 0.5,
+            keys_per_worker: 1000,
+            pairs_per_worker,
+        }
+    }
+
+    #[test]
+    fn hints_decide_before_samples() {
+        let p = Some(prediction(1000, 1.0));
+        let pick = |hint, dense_ok| {
+            choose_container(hint, dense_ok, true, p.as_ref(), Unsampled::TooSmall).0
+        };
+        assert_eq!(pick(KeyHint::Dense(768), true), ContainerKind::Array);
+        assert_eq!(pick(KeyHint::Dense(768), false), ContainerKind::Append);
+        assert_eq!(pick(KeyHint::Unique, false), ContainerKind::Unique);
+        let none = choose_container(KeyHint::Unknown, false, true, None, Unsampled::Streamed);
+        assert_eq!(
+            none,
+            (
+                ContainerKind::Hash,
+                ContainerReason::NotSampled {
+                    unsampled: Unsampled::Streamed
+                }
+            )
+        );
+    }
+
+    #[test]
+    fn repeats_pick_the_container_by_combiner() {
+        let few = prediction(1000, 5.0);
+        let folds = choose_container(
+            KeyHint::Unknown,
+            false,
+            true,
+            Some(&few),
+            Unsampled::TooSmall,
+        );
+        assert_eq!(folds.0, ContainerKind::Hash);
+        let keeps = choose_container(
+            KeyHint::Unknown,
+            false,
+            false,
+            Some(&few),
+            Unsampled::TooSmall,
+        );
+        assert!(matches!(
+            keeps,
+            (
+                ContainerKind::Append,
+                ContainerReason::FewRepeats {
+                    keeps_values: true,
+                    ..
+                }
+            )
+        ));
+    }
+
+    #[test]
+    fn append_partitions_follow_the_predicted_pairs() {
+        let r = Request {
+            container: ContainerKind::Append,
+            hint: KeyHint::Unknown,
+            dense_ok: false,
+            folds: false,
+            pipelinable: false,
+            mode: Mode::Auto,
+            threads: 2,
+        };
+        assert_eq!(r.append_partitions(None), 8);
+        assert_eq!(r.append_partitions(Some(&prediction(2 << 20, 1.0))), 32);
+        assert_eq!(r.append_partitions(Some(&prediction(1 << 40, 1.0))), 1024);
+    }
+
+    #[test]
+    fn auto_keeps_the_barrier_and_pipelined_needs_a_pipelinable_job() {
+        let mut r = Request {
+            container: ContainerKind::Auto,
+            hint: KeyHint::Unknown,
+            dense_ok: false,
+            folds: true,
+            pipelinable: true,
+            mode: Mode::Auto,
+            threads: 2,
+        };
+        assert_eq!(r.mode(false), (RunMode::Barrier, ModeReason::Auto));
+        r.mode = Mode::Pipelined;
+        assert_eq!(r.mode(false), (RunMode::Pipelined, ModeReason::Caller));
+        assert_eq!(r.mode(true), (RunMode::Barrier, ModeReason::Streamed));
+        assert!(r.pipelines() && !r.needs_sample());
+        r.pipelinable = false;
+        assert_eq!(
+            r.mode(false),
+            (
+                RunMode::Barrier,
+                ModeReason::NotPipelinable {
+                    asked: Mode::Pipelined
+                }
+            )
+        );
+    }
+
+    #[test]
+    fn names_parse_back() {
+        for m in Mode::ALL {
+            assert_eq!(m.name().parse::<Mode>().unwrap(), *m);
+        }
+        let e = "fast".parse::<Mode>().unwrap_err().to_string();
+        assert!(
+            e.contains("unknown mode 'fast'") && e.contains("pipelined"),
+            "{e}"
+        );
+    }
+}

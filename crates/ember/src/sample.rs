@@ -1,0 +1,163 @@
+//! The sample (Metis section 3.2): before the map phase proper, `map` runs
+//! on about 5% of the splits, evenly spread over the input, in pieces, so
+//! that each worker sees how its distinct keys grow with the pairs it maps.
+//! `predict` turns those histories into a prediction that sizes the
+//! containers and guides the container choice.
+//!
+//! For a combiner that folds, the sample maps into ordinary hash containers,
+//! which the run keeps when it chooses the hash container or pipelines (the
+//! sampled splits then count as mapped); for a combiner that keeps values,
+//! where a state per key is costly and the hash container rarely wins, it
+//! only counts distinct key hashes, and the run maps the sampled splits
+//! again. Either way no pair is lost or counted twice.
+
+use std::time::Instant;
+
+use crate::combine::Combiner;
+use crate::container::hash::HashContainer;
+use crate::container::{Container, Counting, KeyHashes, INITIAL_CAPACITY};
+use crate::error::Result;
+use crate::input::{plan_slice, Input, SplitRange};
+use crate::job::Job;
+use crate::pool::Pool;
+use crate::predict::{self, History, Prediction};
+use crate::schedule::{map_splits, split_in};
+use crate::stats::secs;
+
+/// A worker's hash container of the job's keys, values and combiner,
+/// counting the pairs it receives.
+pub(crate) type HashOf<J> =
+    Counting<HashContainer<<J as Job>::Key, <J as Job>::Value, <J as Job>::Combiner>>;
+
+/// What sampling found.
+pub(crate) struct Sample<J: Job> {
+    /// Indices of the sampled splits, ascending.
+    pub(crate) splits: Vec<usize>,
+    /// The sample's hash containers, one per worker, when the combiner
+    /// folds (they may be kept as the workers' containers).
+    pub(crate) kept: Option<Vec<HashOf<J>>>,
+    /// Sample pieces each worker mapped.
+    pub(crate) tasks: Vec<u64>,
+    /// The prediction, when anything was sampled.
+    pub(crate) prediction: Option<Prediction>,
+    /// Seconds spent sampling.
+    pub(crate) secs: f64,
+}
+
+impl<J: Job> Sample<J> {
+    /// No sample.
+    pub(crate) fn none() -> Self {
+        Sample {
+            splits: Vec::new(),
+            kept: None,
+            tasks: Vec::new(),
+            prediction: None,
+            secs: 0.0,
+        }
+    }
+
+    /// The splits not sampled, for a run that keeps the sample's work.
+    pub(crate) fn rest(&self, splits: &[SplitRange]) -> Vec<SplitRange> {
+        splits
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.splits.binary_search(i).is_err())
+            .map(|(_, s)| *s)
+            .collect()
+    }
+
+    /// Bytes of the sampled splits.
+    pub(crate) fn bytes(&self, splits: &[SplitRange]) -> usize {
+        self.splits
+            .iter()
+            .map(|&i| splits[i].end - splits[i].start)
+            .sum()
+    }
+}
+
+/// Samples `splits` of `input` on every worker of `pool`, into containers
+/// of `partitions` partitions. No sample when the input is too small.
+pub(crate) fn run<J: Job>(
+    pool: &Pool,
+    job: &J,
+    input: &Input<'_>,
+    splits: &[SplitRange],
+    partitions: usize,
+) -> Result<Sample<J>> {
+    let start = Instant::now();
+    let chosen = predict::sample_splits(splits, pool.threads());
+    if chosen.is_empty() {
+        return Ok(Sample::none());
+    }
+    let pieces = pieces(job, input, splits, &chosen, pool.threads());
+    let bytes: usize = pieces.iter().map(|s| s.end - s.start).sum();
+    let fraction = bytes as f64 / input.len().max(1) as f64;
+    let split_at = |i: usize| split_in(input, &pieces[i]);
+    let (kept, tasks, histories) = if J::Combiner::FOLDS {
+        let workers = map_splits(
+            pool,
+            pieces.len(),
+            split_at,
+            |_| {
+                let c = HashContainer::new(partitions, INITIAL_CAPACITY);
+                (Counting::new(c), History::new())
+            },
+            |(c, history): &mut (HashOf<J>, History), _, split| {
+                job.map(split, c);
+                history.push((c.pairs, c.distinct() as u64));
+            },
+        )?;
+        let tasks = workers.iter().map(|w| w.1).collect();
+        let (kept, histories): (Vec<_>, Vec<History>) = workers.into_iter().map(|w| w.0).unzip();
+        (Some(kept), tasks, histories)
+    } else {
+        let workers = map_splits(
+            pool,
+            pieces.len(),
+            split_at,
+            |_| (Counting::new(KeyHashes::new()), History::new()),
+            |(c, history), _, split| {
+                job.map(split, c);
+                history.push((c.pairs, c.inner.len() as u64));
+            },
+        )?;
+        let histories: Vec<History> = workers.into_iter().map(|w| w.0 .1).collect();
+        (None, Vec::new(), histories)
+    };
+    Ok(Sample {
+        splits: chosen,
+        kept,
+        tasks,
+        prediction: Some(predict::predict(&histories, fraction)),
+        secs: secs(start.elapsed()),
+    })
+}
+
+/// The chosen splits cut into pieces, several per worker, so that every
+/// worker's history has points to measure how distinct keys grow.
+fn pieces<J: Job>(
+    job: &J,
+    input: &Input<'_>,
+    splits: &[SplitRange],
+    chosen: &[usize],
+    threads: usize,
+) -> Vec<SplitRange> {
+    let total: usize = chosen
+        .iter()
+        .map(|&i| splits[i].end - splits[i].start)
+        .sum();
+    let piece = total.div_ceil(predict::PIECES_PER_WORKER * threads);
+    let mut pieces = Vec::new();
+    for &i in chosen {
+        let s = splits[i];
+        let bytes = &input.part_bytes(s.part)[s.start..s.end];
+        plan_slice(bytes, job.records(), piece, |a, b| {
+            pieces.push(SplitRange {
+                part: s.part,
+                start: s.start + a,
+                end: s.start + b,
+            })
+        });
+    }
+    pieces
+}

@@ -1,0 +1,238 @@
+//! The map phase's schedule: which worker maps which split.
+//!
+//! Splits are handed out by one shared counter: a worker that finishes a
+//! split takes the next index with one relaxed `fetch_add` (dynamic
+//! scheduling; the last splits are cut small, see `input::plan_splits`, so
+//! the phase ends evenly). Every kind of run maps through [`pull`]: the
+//! barrier's containers, the sample, map-only jobs and the pipelined
+//! mappers.
+//!
+//! A streamed input is mapped chunk by chunk: the ingest thread reads the
+//! next chunk while every worker maps the current one into the state it
+//! keeps across chunks ([`map_source`]).
+
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crate::error::{Error, Phase, Result};
+use crate::ingest::{plan_chunk, Chunk, ChunkReader, IngestThread};
+use crate::input::{Input, SplitRange};
+use crate::job::{Records, Split};
+use crate::pool::Pool;
+use crate::progress::{self, Progress};
+use crate::stats::{secs, ChunkStats, Stats};
+use crate::unwind::Failure;
+
+/// Runs `task(i)` for split indices `0..n` drawn from `next` until none is
+/// left or the run has failed; a panic in `task` is recorded in `failure`
+/// and stops this worker. Returns how many tasks it ran.
+///
+/// `next` is relaxed: it only has to give each index to one worker, and the
+/// end of the phase (the pool's join) orders the workers' results.
+pub(crate) fn pull(
+    next: &AtomicUsize,
+    n: usize,
+    failure: &Failure,
+    mut task: impl FnMut(usize),
+) -> u64 {
+    let mut done = 0;
+    while !failure.is_set() {
+        let i = next.fetch_add(1, Relaxed);
+        if i >= n || !failure.run(Phase::Map, || task(i)) {
+            break;
+        }
+        done += 1;
+    }
+    done
+}
+
+/// Maps splits `0..n` on every worker: each makes its own state with
+/// `new_worker(worker)`, then pulls indices and calls `map(state, index,
+/// split_at(index))`. Returns each worker's state and task count, in
+/// worker order.
+pub(crate) fn map_splits<'s, W: Send>(
+    pool: &Pool,
+    n: usize,
+    split_at: impl Fn(usize) -> Split<'s> + Sync,
+    new_worker: impl Fn(usize) -> W + Sync,
+    map: impl Fn(&mut W, usize, Split<'s>) + Sync,
+) -> Result<Vec<(W, u64)>> {
+    let next = AtomicUsize::new(0);
+    let failure = Failure::new();
+    let workers = pool.broadcast(|w| {
+        let mut state = new_worker(w);
+        let tasks = pull(&next, n, &failure, |i| map(&mut state, i, split_at(i)));
+        (state, tasks)
+    });
+    failure.into_result()?;
+    Ok(workers)
+}
+
+/// Where a run's map input comes from.
+pub(crate) enum Source<'i, 'a> {
+    /// An in-memory input and the splits to map.
+    Memory(&'i Input<'a>, Vec<SplitRange>),
+    /// A streamed input, read in chunks of splits of `split_size` bytes,
+    /// `buffers` chunks at a time.
+    Stream {
+        reader: ChunkReader,
+        split_size: usize,
+        buffers: usize,
+    },
+}
+
+/// The split a range of an in-memory input is.
+pub(crate) fn split_in<'s>(input: &'s Input<'_>, s: &SplitRange) -> Split<'s> {
+    Split {
+        data: &input.part_bytes(s.part)[s.start..s.end],
+        part: s.part,
+        offset: s.start as u64,
+    }
+}
+
+/// The map loop over a source. In-memory splits go to [`map_splits`]; a
+/// stream is mapped chunk by chunk, each chunk by every worker into the
+/// same per-worker state. `map` gets a split index that grows in input
+/// order. Streamed runs add their chunks to `stats`.
+pub(crate) fn map_source<W: Send>(
+    pool: &Pool,
+    ingest: &IngestThread,
+    (source, progress): (Source<'_, '_>, Option<&Progress>),
+    stats: &mut Stats,
+    new_worker: impl Fn(usize) -> W + Sync,
+    map: impl Fn(&mut W, usize, Split<'_>) + Sync,
+) -> Result<Vec<(W, u64)>> {
+    let map = |w: &mut W, i: usize, split: Split<'_>| {
+        let bytes = split.data.len();
+        map(w, i, split);
+        progress::add(progress, bytes);
+    };
+    match source {
+        Source::Memory(input, splits) => map_splits(
+            pool,
+            splits.len(),
+            |i| split_in(input, &splits[i]),
+            new_worker,
+            map,
+        ),
+        Source::Stream {
+            reader,
+            split_size,
+            buffers,
+        } => {
+            let records = reader.records();
+            let (empty, full) = ingest.read(reader, buffers)?;
+            let mut stream = Stream::new((empty, full, records), buffers, stats);
+            stream.map(pool, split_size, new_worker, map)
+        }
+    }
+}
+
+/// A streamed run's chunk loop and its accounting.
+struct Stream<'s> {
+    empty: Sender<Chunk>,
+    full: Receiver<Result<Chunk>>,
+    records: Records,
+    /// The largest size each circulating buffer reached.
+    capacity: Vec<usize>,
+    stats: &'s mut Stats,
+}
+
+impl<'s> Stream<'s> {
+    fn new(
+        (empty, full, records): (Sender<Chunk>, Receiver<Result<Chunk>>, Records),
+        buffers: usize,
+        stats: &'s mut Stats,
+    ) -> Self {
+        // Counted as chunks arrive (a streamed size may not be known).
+        stats.input_bytes = 0;
+        Stream {
+            empty,
+            full,
+            records,
+            capacity: vec![0; buffers],
+            stats,
+        }
+    }
+
+    /// The next chunk, or `None` at the end of the input.
+    fn next(&mut self) -> Result<Option<Chunk>> {
+        let wait = Instant::now();
+        let chunk = self
+            .full
+            .recv()
+            .map_err(|_| Error::Config("the ingest thread stopped".into()))??;
+        self.stats.read_wait_secs += secs(wait.elapsed());
+        Ok(Some(chunk).filter(|c| !c.segments.is_empty()))
+    }
+
+    fn map<W: Send>(
+        &mut self,
+        pool: &Pool,
+        split_size: usize,
+        new_worker: impl Fn(usize) -> W + Sync,
+        map: impl Fn(&mut W, usize, Split<'_>) + Sync,
+    ) -> Result<Vec<(W, u64)>> {
+        let mut workers: Vec<(W, u64)> = Vec::new();
+        let mut base = 0;
+        while let Some(chunk) = self.next()? {
+            let splits = plan_chunk(&chunk, self.records, split_size);
+            let previous = Mutex::new(std::mem::take(&mut workers));
+            let start = Instant::now();
+            let split_at = |i: usize| {
+                let (seg, start, end) = splits[i];
+                let seg = chunk.segments[seg];
+                Split {
+                    data: &chunk.data[start..end],
+                    part: seg.part,
+                    offset: seg.offset + (start - seg.start) as u64,
+                }
+            };
+            // Each worker takes back the state it had after the last chunk.
+            let state = |w: usize| {
+                let mut prev = previous.lock().unwrap_or_else(|p| p.into_inner());
+                match prev.get_mut(w) {
+                    Some(slot) => (std::mem::replace(&mut slot.0, new_worker(w)), slot.1),
+                    None => (new_worker(w), 0),
+                }
+            };
+            let out = map_splits(pool, splits.len(), split_at, state, |st, i, split| {
+                map(&mut st.0, base + i, split)
+            })?;
+            workers = out.into_iter().map(|((st, t0), t)| (st, t0 + t)).collect();
+            base += splits.len();
+            self.record(&chunk, splits.len(), secs(start.elapsed()));
+            // A failed send means the reader is done: nothing to return.
+            let _ = self.empty.send(chunk);
+        }
+        Ok(workers)
+    }
+
+    /// Adds a mapped chunk to the stats.
+    fn record(&mut self, chunk: &Chunk, splits: usize, map_secs: f64) {
+        let bytes: usize = chunk.segments.iter().map(|s| s.end - s.start).sum();
+        let stats = &mut *self.stats;
+        stats.splits += splits;
+        stats.input_bytes += bytes as u64;
+        stats.chunks.push(ChunkStats {
+            bytes: bytes as u64,
+            read_secs: chunk.read_secs,
+            map_secs,
+        });
+        stats.read_secs += chunk.read_secs;
+        // Buffers are reused round-robin; their largest sizes add up to the
+        // input memory in use.
+        let slot = (stats.chunks.len() - 1) % self.capacity.len();
+        self.capacity[slot] = self.capacity[slot].max(chunk.data.capacity());
+        stats.peak_chunk_bytes = self.capacity.iter().sum::<usize>() as u64;
+    }
+}
+
+/// About 8 splits per worker, so the dynamic schedule can balance, within
+/// 64 KiB..4 MiB: small enough to balance, large enough that the per-split
+/// overhead is noise.
+pub(crate) fn default_split_size(input_len: usize, threads: usize) -> usize {
+    (input_len / (threads * 8)).clamp(64 << 10, 4 * crate::input::DEFAULT_SPLIT_SIZE)
+}
