@@ -6,8 +6,8 @@ use ember::Stats;
 /// Adds the stats of one more job to `total`: times, input bytes, splits
 /// and pair counts add up, per-worker task counts and busy times add up
 /// worker by worker, the utilization is the mean weighted by map and
-/// reduce time, and the container names are joined when they differ (the
-/// ingest, container reason and mode are the first job's).
+/// reduce time, and the plan (container, mode, ingest and their reasons)
+/// is the first job's, with the most partitions any job had.
 pub fn add_stats(total: &mut Stats, s: &Stats) {
     let first = total.threads == 0;
     let (was, adds) = (
@@ -18,10 +18,7 @@ pub fn add_stats(total: &mut Stats, s: &Stats) {
         total.utilization = (total.utilization * was + s.utilization * adds) / (was + adds);
     }
     if first {
-        total.ingest = s.ingest.clone();
-        total.container_reason = s.container_reason.clone();
-        total.mode = s.mode.clone();
-        total.mode_reason = s.mode_reason.clone();
+        total.plan = s.plan.clone();
     }
     total.sample_secs += s.sample_secs;
     add_by_worker(&mut total.map_busy_secs, &s.map_busy_secs);
@@ -30,16 +27,7 @@ pub fn add_stats(total: &mut Stats, s: &Stats) {
     total.input_bytes += s.input_bytes;
     total.input_parts = total.input_parts.max(s.input_parts);
     total.splits += s.splits;
-    total.partitions = total.partitions.max(s.partitions);
-    if first {
-        total.container = s.container.clone();
-        total.reduce_skipped = s.reduce_skipped;
-    } else {
-        if !total.container.split('+').any(|c| c == s.container) {
-            total.container = format!("{}+{}", total.container, s.container);
-        }
-        total.reduce_skipped &= s.reduce_skipped;
-    }
+    total.plan.partitions = total.plan.partitions.max(s.plan.partitions);
     total.split_secs += s.split_secs;
     total.map_secs += s.map_secs;
     total.reduce_secs += s.reduce_secs;
@@ -67,43 +55,44 @@ mod tests {
 
     #[test]
     fn sums_jobs() {
-        let a = Stats {
-            threads: 2,
-            splits: 3,
-            container: "hash".into(),
-            map_secs: 1.0,
-            map_tasks: vec![1, 2],
-            ..Stats::default()
-        };
-        let b = Stats {
-            container: "append".into(),
-            reduce_skipped: true,
-            map_tasks: vec![4, 4],
-            ..a.clone()
-        };
+        use ember::stats::{IngestKind, RunMode};
+        use ember::ContainerKind;
+        let mut a = Stats::default();
+        a.threads = 2;
+        a.splits = 3;
+        a.plan.container = ContainerKind::Hash;
+        a.map_secs = 1.0;
+        a.map_tasks = vec![1, 2];
+        let mut b = a.clone();
+        b.plan.container = ContainerKind::Append;
+        b.plan.mode = RunMode::MapOnly;
+        b.plan.partitions = 8;
+        b.map_tasks = vec![4, 4];
         let mut t = Stats::default();
         add_stats(&mut t, &a);
         add_stats(&mut t, &b);
         add_stats(&mut t, &a);
         assert_eq!(t.splits, 9);
-        assert_eq!(t.container, "hash+append");
-        assert!(!t.reduce_skipped);
+        assert_eq!(t.plan.container, ContainerKind::Hash);
+        assert!(!t.reduce_skipped());
+        assert_eq!(t.plan.partitions, 8);
         assert_eq!(t.map_tasks, vec![6, 8]);
         assert_eq!(t.map_secs, 3.0);
 
-        let busy = |map: f64, u: f64| Stats {
-            threads: 2,
-            map_secs: map,
-            map_busy_secs: vec![map, map],
-            utilization: u,
-            ingest: "mmap".into(),
-            ..Stats::default()
+        let busy = |map: f64, u: f64| {
+            let mut s = Stats::default();
+            s.threads = 2;
+            s.map_secs = map;
+            s.map_busy_secs = vec![map, map];
+            s.utilization = u;
+            s.plan.ingest = IngestKind::Mmap;
+            s
         };
         let mut t = Stats::default();
         add_stats(&mut t, &busy(1.0, 0.5));
         add_stats(&mut t, &busy(3.0, 1.0));
         assert_eq!(t.map_busy_secs, vec![4.0, 4.0]);
         assert_eq!(t.utilization, 0.875);
-        assert_eq!(t.ingest, "mmap");
+        assert_eq!(t.plan.ingest, IngestKind::Mmap);
     }
 }

@@ -27,9 +27,10 @@
 
 use std::io::{self, Write};
 
+use ember::plumbing::StateOf;
 use ember::{
     Emit, Error, Input, Job, KeepAll, KeyHint, MapOnlyJob, Records, Result, RunOptions, Runtime,
-    Split, StateOf, Stats,
+    Split, Stats,
 };
 use rand::Rng;
 use rayon::prelude::*;
@@ -429,7 +430,7 @@ pub fn sort_order_input(rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> R
     // splits cannot span chunks, so one split per thread per chunk.
     let known = input.len();
     let split_size = opts.split_size.or(Some(if input.is_streamed() {
-        let chunk = opts.chunk_size.unwrap_or(ember::DEFAULT_CHUNK_SIZE);
+        let chunk = opts.chunk_size.unwrap_or(ember::tune::DEFAULT_CHUNK_SIZE);
         chunk.div_ceil(rt.threads())
     } else {
         (known / (RUNS_PER_THREAD * rt.threads())).max(MIN_SPLIT)
@@ -493,8 +494,8 @@ fn gather_into(data: &[u8], order: &[&[Packed]], threads: usize, out: &mut [u8])
         for o in order.iter().copied().flatten() {
             if let Some(next) = ahead.next() {
                 let at = index_of(*next) as usize * RECORD_LEN;
-                ember::prefetch(data[at..].as_ptr());
-                ember::prefetch(data[at + RECORD_LEN - 1..].as_ptr());
+                ember::plumbing::prefetch(data[at..].as_ptr());
+                ember::plumbing::prefetch(data[at + RECORD_LEN - 1..].as_ptr());
             }
             let at = index_of(*o) as usize * RECORD_LEN;
             dst.next()

@@ -42,7 +42,11 @@ fn every_container_that_holds_its_keys_agrees() {
         let (got, stats) = histogram::run(rt, &file, opts).unwrap();
         assert_eq!(got[..], want[..], "{label}");
         if opts.container == Some(ember::ContainerKind::Auto) {
-            assert_eq!(stats.container, "array", "declared dense keys: {label}");
+            assert_eq!(
+                stats.plan.container,
+                ember::ContainerKind::Array,
+                "declared dense keys: {label}"
+            );
         }
     });
 }

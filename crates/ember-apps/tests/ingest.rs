@@ -12,7 +12,9 @@ use std::fmt::Debug;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use ember::{Error, Ingest, Input, RunOptions, Runtime, Stats};
+use ember::stats::IngestKind;
+use ember::tune::Ingest;
+use ember::{Error, Input, RunOptions, Runtime, Stats};
 use ember_apps::histogram::{self, Bmp, BmpSpec};
 use ember_apps::inverted_index::{self, Docs};
 use ember_apps::linear_regression::{self, PointsSpec};
@@ -64,7 +66,7 @@ fn assert_chunked_equals_mmap<T: PartialEq + Debug>(
             let label = format!("{what}, {threads} threads, chunk {chunk}");
             let (got, stats) = run(&rt, &streamed, &chunk_opts(chunk, buffers)).unwrap();
             assert_eq!(&got, want, "{label}");
-            assert_eq!(stats.ingest, "chunked", "{label}");
+            assert_eq!(stats.plan.ingest, IngestKind::Chunked, "{label}");
             assert_eq!(stats.input_bytes, bytes, "{label}");
             assert_eq!(
                 stats.chunks.iter().map(|c| c.bytes).sum::<u64>(),

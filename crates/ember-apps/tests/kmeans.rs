@@ -67,7 +67,7 @@ fn every_container_that_holds_cluster_keys_agrees() {
                 Some(ContainerKind::Auto) | None => ContainerKind::Array,
                 Some(c) => c,
             };
-            assert_eq!(stats.container, used.name(), "{label}");
+            assert_eq!(stats.plan.container, used, "{label}");
         });
     }
     let bytes = matrix(100, 3, 0, 1000, 13);

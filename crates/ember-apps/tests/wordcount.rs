@@ -1,6 +1,7 @@
 //! Word count on ember equals the plain sequential count, for any thread
 //! count, split size and input shape.
 
+use ember::stats::ContainerReason;
 use ember::{ContainerKind, Input, RunOptions, Runtime};
 use ember_apps::text::{text, TextSpec};
 use ember_apps::wordcount::{sequential, WordCount};
@@ -232,10 +233,14 @@ fn a_forced_container_gets_the_samples_opinion_in_the_stats() {
         .unwrap()
         .stats;
     assert!(
-        s.container_reason.contains("Auto would pick append"),
+        matches!(
+            &s.plan.container_reason,
+            ContainerReason::Chosen { auto: Some((ContainerKind::Append, _)) }
+        ),
         "{}",
-        s.container_reason
+        s.plan.container_reason
     );
+    assert!(s.to_string().contains("Auto would pick append"), "{s}");
 }
 
 #[test]

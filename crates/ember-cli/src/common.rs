@@ -23,18 +23,18 @@ pub(crate) struct RunArgs {
     /// How to read input files: auto (mmap if they fit comfortably in
     /// memory, else chunked), mmap, or chunked (plain reads, bounded memory).
     #[arg(long, default_value = "auto", value_parser = parse_ingest)]
-    pub(crate) ingest: ember::Ingest,
+    pub(crate) ingest: ember::tune::Ingest,
     /// Bytes per ingest chunk for chunked reading (and standard input).
     #[arg(long, value_parser = parse_size, default_value = "64MiB")]
     pub(crate) chunk_size: u64,
     /// Chunk buffers for chunked reading: the reader runs this many minus
     /// one chunks ahead of the mappers.
-    #[arg(long, default_value_t = ember::DEFAULT_CHUNK_BUFFERS)]
+    #[arg(long, default_value_t = ember::tune::DEFAULT_CHUNK_BUFFERS)]
     pub(crate) chunk_buffers: usize,
     /// Map and reduce: auto, barrier, or pipelined (reducers fold map
     /// output as it comes; jobs that cannot be pipelined use the barrier).
     #[arg(long, default_value = "auto")]
-    pub(crate) mode: ember::Mode,
+    pub(crate) mode: ember::tune::Mode,
     /// Pipelined mode: bytes of one map buffer, e.g. 64KiB.
     #[arg(long, value_parser = parse_size, value_name = "SIZE")]
     pub(crate) buffer_size: Option<u64>,
@@ -68,7 +68,7 @@ impl RunArgs {
             chunk_size: Some(self.chunk_size as usize),
             chunk_buffers: Some(self.chunk_buffers),
             mode: Some(self.mode),
-            pipeline: ember::PipelineOptions {
+            pipeline: ember::tune::PipelineOptions {
                 buffer_bytes: self.buffer_size.map(|s| s as usize),
                 max_buffered_bytes: self.max_buffered.map(|s| s as usize),
                 ..Default::default()
@@ -120,11 +120,11 @@ impl RunArgs {
 }
 
 /// Parses `--ingest`.
-pub(crate) fn parse_ingest(s: &str) -> Result<ember::Ingest, String> {
+pub(crate) fn parse_ingest(s: &str) -> Result<ember::tune::Ingest, String> {
     match s {
-        "auto" => Ok(ember::Ingest::Auto),
-        "mmap" => Ok(ember::Ingest::Mmap),
-        "chunked" => Ok(ember::Ingest::Chunked),
+        "auto" => Ok(ember::tune::Ingest::Auto),
+        "mmap" => Ok(ember::tune::Ingest::Mmap),
+        "chunked" => Ok(ember::tune::Ingest::Chunked),
         _ => Err(format!("unknown ingest mode '{s}' (auto, mmap, chunked)")),
     }
 }
@@ -275,9 +275,9 @@ pub(crate) fn progress_while<T>(
     opts: ember::RunOptions,
     f: impl FnOnce(&ember::RunOptions) -> T,
 ) -> T {
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     use std::time::{Duration, Instant};
-    let counter = std::sync::Arc::new(AtomicU64::new(0));
+    let counter = ember::Progress::new();
     let opts = ember::RunOptions {
         progress: Some(counter.clone()),
         ..opts
@@ -302,7 +302,7 @@ pub(crate) fn progress_while<T>(
                 bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
                 shown = true;
             }
-            bar.set_position(counter.load(Relaxed));
+            bar.set_position(counter.bytes());
         }
         bar.finish_and_clear();
     };

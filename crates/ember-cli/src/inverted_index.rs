@@ -95,7 +95,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             .context("cannot read standard input")?;
         ember::Input::owned("<stdin>", data)
     } else {
-        ember::Input::open(&paths, ember::Ingest::Mmap)?
+        ember::Input::open(&paths, ember::tune::Ingest::Mmap)?
     };
     let rt = a.run.runtime()?;
     let docs = if a.lines { Docs::Lines } else { Docs::Files };

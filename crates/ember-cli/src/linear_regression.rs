@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use ember::{Ingest, Input};
+use ember::tune::Ingest;
+use ember::Input;
 use ember_apps::linear_regression::{self, PointsSpec, Sums, SUM_NAMES};
 
 use crate::common::{parse_size, RunArgs};

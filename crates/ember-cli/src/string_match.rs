@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use ember::{Ingest, Input};
+use ember::tune::Ingest;
+use ember::Input;
 use ember_apps::string_match::{self, KeysSpec, Matches, Targets, DEFAULT_TARGETS};
 
 use crate::common::{parse_size, RunArgs};
