@@ -300,10 +300,7 @@ pub fn run(
 ) -> Result<(Product, Stats)> {
     check(a, b)?;
     // Job 1 packs B in pieces of KC rows.
-    let pack_opts = RunOptions {
-        split_size: Some(KC * b.row_bytes()),
-        ..Default::default()
-    };
+    let pack_opts = RunOptions::default().split_size(KC * b.row_bytes());
     let pieces = rt.run_map_only(&Pack { p: b.cols }, &Input::bytes(b.data), &pack_opts)?;
     let mut stats = Stats::default();
     add_stats(&mut stats, &pieces.stats);
@@ -314,10 +311,9 @@ pub fn run(
     };
     // Job 2 multiplies.
     let rows_per_split = default_rows_per_split(a.rows, rt.threads());
-    let opts = RunOptions {
-        split_size: opts.split_size.or(Some(rows_per_split * a.row_bytes())),
-        ..opts.clone()
-    };
+    let opts = opts
+        .clone()
+        .split_size(opts.split_size.or(Some(rows_per_split * a.row_bytes())));
     let out = rt.run_map_only(&Multiply { b: &packed }, &Input::bytes(a.data), &opts)?;
     add_stats(&mut stats, &out.stats);
     let blocks = out.pairs.into_iter().map(|(_, rows)| rows).collect();

@@ -357,10 +357,9 @@ pub fn run(rt: &Runtime, m: &Matrix<'_>, opts: &RunOptions) -> Result<(Pca, Stat
         sums: &sums,
     };
     let rows_per_split = default_rows_per_split(m.rows, rt.threads());
-    let opts = RunOptions {
-        split_size: opts.split_size.or(Some(rows_per_split * m.row_bytes())),
-        ..opts.clone()
-    };
+    let opts = opts
+        .clone()
+        .split_size(opts.split_size.or(Some(rows_per_split * m.row_bytes())));
     let cov = rt.run_map_only(&job, &input, &opts)?;
     add_stats(&mut stats, &cov.stats);
     let upper = cov.pairs.into_iter().map(|(_, row)| row).collect();

@@ -386,12 +386,10 @@ impl Job for RangeJob<'_> {
 pub fn sort_order(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<Order> {
     check_records(data)?;
     let ranges = Ranges::sample(data, 8 * rt.threads());
-    let opts = RunOptions {
-        split_size: opts
-            .split_size
+    let opts = opts.clone().split_size(
+        opts.split_size
             .or(Some((data.len() / (4 * rt.threads())).max(MIN_SPLIT))),
-        ..opts.clone()
-    };
+    );
     let out = rt.run_with(&RangeJob { ranges: &ranges }, &Input::bytes(data), &opts)?;
     Ok(Order {
         // In range order, that is key order.
@@ -436,14 +434,7 @@ pub fn sort_order_input(rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> R
         (known / (RUNS_PER_THREAD * rt.threads())).max(MIN_SPLIT)
     }));
     check_len(known as u64)?;
-    let out = rt.run_map_only(
-        &SortJob,
-        input,
-        &RunOptions {
-            split_size,
-            ..opts.clone()
-        },
-    )?;
+    let out = rt.run_map_only(&SortJob, input, &opts.clone().split_size(split_size))?;
     check_len(out.stats.input_bytes)?;
     Ok(Order {
         // Same size and alignment: collected in place.

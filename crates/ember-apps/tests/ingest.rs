@@ -36,11 +36,9 @@ fn tempdir(name: &str) -> PathBuf {
 const CHUNKS: [(usize, usize); 4] = [(4 << 10, 2), (100_003, 3), (1 << 20, 2), (64 << 20, 2)];
 
 fn chunk_opts(chunk: usize, buffers: usize) -> RunOptions {
-    RunOptions {
-        chunk_size: Some(chunk),
-        chunk_buffers: Some(buffers),
-        ..Default::default()
-    }
+    RunOptions::default()
+        .chunk_size(chunk)
+        .chunk_buffers(buffers)
 }
 
 /// Asserts that `run` gives `want` on the input `open` returns in memory
@@ -193,10 +191,7 @@ fn a_read_error_midway_is_an_error_not_a_short_result() {
             data: std::io::Cursor::new(corpus(1 << 20, 6)),
         },
     );
-    let opts = RunOptions {
-        chunk_size: Some(64 << 10),
-        ..Default::default()
-    };
+    let opts = RunOptions::default().chunk_size(64 << 10);
     let e = rt.run_with(&WordCount::new(), &input, &opts).err().unwrap();
     assert_eq!(
         e.to_string(),

@@ -34,10 +34,7 @@ fn check_all(input: &Input<'_>, docs: Docs) -> Index {
     for threads in THREADS {
         let rt = Runtime::builder().threads(threads).build().unwrap();
         for split_size in SPLITS {
-            let opts = RunOptions {
-                split_size,
-                ..Default::default()
-            };
+            let opts = RunOptions::default().split_size(split_size);
             let got = build(&rt, input, docs, &opts).unwrap();
             assert!(
                 got.index == want,
@@ -121,11 +118,7 @@ fn every_container_gives_the_same_index() {
                 ContainerKind::HashTree,
                 ContainerKind::Append,
             ] {
-                let opts = RunOptions {
-                    split_size: Some(1000),
-                    container: Some(container),
-                    ..Default::default()
-                };
+                let opts = RunOptions::default().split_size(1000).container(container);
                 let got = build(&rt, &input, docs, &opts).unwrap();
                 assert!(
                     got.index == want,

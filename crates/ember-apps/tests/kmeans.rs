@@ -73,10 +73,7 @@ fn every_container_that_holds_cluster_keys_agrees() {
     let bytes = matrix(100, 3, 0, 1000, 13);
     let m = Matrix::parse(&bytes, "points").unwrap();
     let rt = Runtime::builder().threads(2).build().unwrap();
-    let opts = RunOptions {
-        container: Some(ContainerKind::Unique),
-        ..Default::default()
-    };
+    let opts = RunOptions::default().container(ContainerKind::Unique);
     let e = kmeans::run(&rt, &m, params(4, 10), &opts, |_, _| {}).unwrap_err();
     assert!(
         e.to_string()

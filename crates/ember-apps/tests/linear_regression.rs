@@ -41,10 +41,7 @@ fn negative_values_are_signed() {
     // (-128, 127), (127, -128), (-1, -1): signed chars, as in Phoenix.
     let data = [0x80, 0x7f, 0x7f, 0x80, 0xff, 0xff];
     let rt = Runtime::builder().threads(2).build().unwrap();
-    let opts = ember::RunOptions {
-        split_size: Some(2),
-        ..Default::default()
-    };
+    let opts = ember::RunOptions::default().split_size(2);
     let (sums, _) = linear_regression::run(&rt, &data, &opts).unwrap();
     let sq = 128 * 128 + 127 * 127 + 1;
     assert_eq!(sums.s, [-2, -2, sq, sq, 2 * -128 * 127 + 1]);

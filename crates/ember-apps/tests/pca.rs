@@ -93,10 +93,7 @@ fn every_container_that_holds_row_keys_agrees() {
             "the unique container needs a job that declares unique keys",
         ),
     ] {
-        let opts = RunOptions {
-            container: Some(container),
-            ..Default::default()
-        };
+        let opts = RunOptions::default().container(container);
         let e = pca::run(&rt, &m, &opts).unwrap_err();
         assert!(e.to_string().contains(msg), "{container}: {e}");
     }

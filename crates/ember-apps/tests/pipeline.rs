@@ -156,5 +156,8 @@ fn word_count_is_pipelined_when_asked_and_auto_keeps_the_barrier() {
     };
     assert_eq!(run(Mode::Pipelined).plan.mode, RunMode::Pipelined);
     let auto = run(Mode::Auto).plan;
-    assert_eq!((auto.mode, auto.mode_reason), (RunMode::Barrier, ModeReason::Auto));
+    assert_eq!(
+        (auto.mode, auto.mode_reason),
+        (RunMode::Barrier, ModeReason::Auto)
+    );
 }

@@ -47,10 +47,7 @@ fn check_all(data: &[u8]) {
         assert!(recs.as_flattened() == want);
         let rt = Runtime::builder().threads(threads).build().unwrap();
         for split_size in SPLITS {
-            let opts = RunOptions {
-                split_size,
-                ..Default::default()
-            };
+            let opts = RunOptions::default().split_size(split_size);
             // Both plans: key ranges (in memory) and the p-way merge of
             // sorted runs (any input).
             let orders = [

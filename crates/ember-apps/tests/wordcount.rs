@@ -34,11 +34,7 @@ fn count_in(
     split: Option<usize>,
     container: ContainerKind,
 ) -> Vec<(Vec<u8>, u64)> {
-    let opts = RunOptions {
-        split_size: split,
-        container: Some(container),
-        ..Default::default()
-    };
+    let opts = RunOptions::default().split_size(split).container(container);
     rt.run_with(&WordCount::new(), input, &opts)
         .unwrap()
         .pairs
@@ -175,10 +171,7 @@ fn top_k_is_the_head_of_the_full_order() {
             .run_with(
                 &WordCount::by_count(),
                 &input,
-                &RunOptions {
-                    top: Some(k),
-                    ..Default::default()
-                },
+                &RunOptions::default().top(k),
             )
             .unwrap();
         assert_eq!(top.pairs[..], full[..k]);
@@ -223,11 +216,9 @@ fn a_forced_container_gets_the_samples_opinion_in_the_stats() {
         })
         .collect();
     let rt = Runtime::builder().threads(2).build().unwrap();
-    let opts = RunOptions {
-        split_size: Some(4096),
-        container: Some(ContainerKind::Hash),
-        ..Default::default()
-    };
+    let opts = RunOptions::default()
+        .split_size(4096)
+        .container(ContainerKind::Hash);
     let s = rt
         .run_with(&WordCount::new(), &Input::bytes(&data), &opts)
         .unwrap()
@@ -235,7 +226,9 @@ fn a_forced_container_gets_the_samples_opinion_in_the_stats() {
     assert!(
         matches!(
             &s.plan.container_reason,
-            ContainerReason::Chosen { auto: Some((ContainerKind::Append, _)) }
+            ContainerReason::Chosen {
+                auto: Some((ContainerKind::Append, _))
+            }
         ),
         "{}",
         s.plan.container_reason
@@ -256,10 +249,7 @@ fn containers_that_cannot_hold_words_are_refused() {
             "the unique container needs a job that declares unique keys",
         ),
     ] {
-        let opts = RunOptions {
-            container: Some(c),
-            ..Default::default()
-        };
+        let opts = RunOptions::default().container(c);
         let e = rt
             .run_with(&WordCount::new(), &Input::bytes(b"a b"), &opts)
             .err()
@@ -284,10 +274,7 @@ fn skewed_input_is_predicted_sanely_and_counted_once() {
     }
     let want = sequential(&[&data]);
     let rt = Runtime::builder().threads(2).build().unwrap();
-    let opts = RunOptions {
-        split_size: Some(4096),
-        ..Default::default()
-    };
+    let opts = RunOptions::default().split_size(4096);
     let out = rt
         .run_with(&WordCount::new(), &Input::bytes(&data), &opts)
         .unwrap();

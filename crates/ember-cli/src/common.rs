@@ -62,19 +62,17 @@ impl RunArgs {
 
     /// Per-run options.
     pub(crate) fn options(&self) -> ember::RunOptions {
-        ember::RunOptions {
-            split_size: self.split_size.map(|s| s as usize),
-            container: Some(self.container),
-            chunk_size: Some(self.chunk_size as usize),
-            chunk_buffers: Some(self.chunk_buffers),
-            mode: Some(self.mode),
-            pipeline: ember::tune::PipelineOptions {
-                buffer_bytes: self.buffer_size.map(|s| s as usize),
-                max_buffered_bytes: self.max_buffered.map(|s| s as usize),
-                ..Default::default()
-            },
-            ..Default::default()
-        }
+        ember::RunOptions::default()
+            .split_size(self.split_size.map(|s| s as usize))
+            .container(self.container)
+            .chunk_size(self.chunk_size as usize)
+            .chunk_buffers(self.chunk_buffers)
+            .mode(self.mode)
+            .pipeline(
+                ember::tune::PipelineOptions::default()
+                    .buffer_bytes(self.buffer_size.map(|s| s as usize))
+                    .max_buffered_bytes(self.max_buffered.map(|s| s as usize)),
+            )
     }
 
     /// Calls `f` with the run options, showing its progress as
@@ -278,10 +276,7 @@ pub(crate) fn progress_while<T>(
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     use std::time::{Duration, Instant};
     let counter = ember::Progress::new();
-    let opts = ember::RunOptions {
-        progress: Some(counter.clone()),
-        ..opts
-    };
+    let opts = opts.progress(counter.clone());
     let done = AtomicBool::new(false);
     let show = || {
         // Hidden for the first second, but counting from the start, so

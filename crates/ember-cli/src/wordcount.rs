@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use ember::{Bytes, Input, Output, RunOptions, Runtime};
+use ember::{Bytes, Input, Output, Runtime};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
 
@@ -69,10 +69,7 @@ fn count(
             (best, stats)
         }
         None => {
-            let opts = RunOptions {
-                top: Some(top),
-                ..opts
-            };
+            let opts = opts.top(top);
             let out = progress_while(opts, |o| rt.run_with(&WordCount::by_count(), input, o))?;
             (out.pairs, out.stats)
         }

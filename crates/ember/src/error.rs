@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 /// The phases of a run, named in errors and stats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// Cutting the input into splits.
@@ -30,6 +31,7 @@ impl fmt::Display for Phase {
 
 /// What can go wrong in ember.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A file could not be opened, read or mapped.
     #[error("cannot read '{}': {source}", path.display())]

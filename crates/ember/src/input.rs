@@ -268,6 +268,22 @@ fn map_file(path: &Path) -> Result<Part<'static>> {
     })
 }
 
+impl std::fmt::Debug for Input<'_> {
+    /// The parts' names and sizes (a streamed part's size may be unknown).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut list = f.debug_list();
+        for p in &self.parts {
+            let kind = match &p.data {
+                Data::Borrowed(_) | Data::Owned(_) => "memory",
+                Data::Mapped(_) => "mmap",
+                Data::Streamed(..) => "stream",
+            };
+            list.entry(&(&p.name, kind, p.bytes().len()));
+        }
+        list.finish()
+    }
+}
+
 /// One split: a byte range of one part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SplitRange {

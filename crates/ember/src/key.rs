@@ -138,7 +138,7 @@ impl Bytes {
 
 /// A byte-string key prepared for lookup: for short keys the bytes loaded,
 /// zero-padded, into two words, so that comparing is three integer compares.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct BytesProbe<'a> {
     bytes: &'a [u8],
     words: [u64; 2],

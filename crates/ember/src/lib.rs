@@ -33,7 +33,12 @@
 //!
 //! Design notes for people extending the runtime are in `docs/runtime.md`.
 
-#![deny(missing_docs, unreachable_pub, unsafe_op_in_unsafe_fn)]
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    unsafe_op_in_unsafe_fn
+)]
 
 mod barrier;
 mod busy;

@@ -6,12 +6,13 @@
 //! - **p-way** (the default; SupMR section IV, PSRS in Metis section 3.3):
 //!   every run is sorted on its own, in parallel; regular samples of the
 //!   sorted runs give splitters that cut the key space into ranges of about
-//!   equal size; each range is then merged from all runs at once (a heap over
-//!   the runs' heads), every range by its own task. One pass over the data,
+//!   equal size; each range is then merged from all runs at once (a
+//!   branch-free loser tree over the runs' heads), every range by its own
+//!   task, straight into its slice of the output. One pass over the data,
 //!   all workers busy to the end, and stable: equal items keep run order.
-//! - **concat-sort** (the previous merge, kept for comparison): concatenate
-//!   the runs and run rayon's parallel sort over everything, a log(n)-deep
-//!   tree of merges whose last levels use few workers.
+//! - **concat-sort**: concatenate the runs and run rayon's parallel sort
+//!   over everything, a log(n)-deep tree of merges whose last levels use
+//!   few workers. For `ember bench merge` to compare the p-way merge with.
 //!
 //! A top-k run never sorts everything: each run keeps only its own k best
 //! (selection, linear time), and only those candidates are ordered.
@@ -30,7 +31,7 @@ pub enum MergeKind {
     /// Sort runs in parallel, then one p-way merge pass over key ranges.
     #[default]
     PWay,
-    /// Concatenate, then one parallel sort (the earlier strategy).
+    /// Concatenate, then one parallel sort (a baseline for benchmarks).
     ConcatSort,
 }
 
@@ -104,96 +105,107 @@ where
                 r.sort_unstable_by(cmp)
             }
         });
-        // 2. Splitters from regular samples of the sorted runs: positions
-        //    (run, index) so that ties between runs are cut consistently.
-        let mut samples: Vec<(usize, usize)> = runs
-            .iter()
-            .enumerate()
-            .flat_map(|(r, run)| {
-                let step = run.len().div_ceil(SAMPLES_PER_RUN).max(1);
-                (step / 2..run.len()).step_by(step).map(move |i| (r, i))
-            })
-            .collect();
-        let by_pos = |a: &(usize, usize), b: &(usize, usize)| {
-            cmp(&runs[a.0][a.1], &runs[b.0][b.1]).then(a.cmp(b))
-        };
-        samples.sort_by(by_pos);
-        let splitters: Vec<(usize, usize)> = (1..ranges)
-            .map(|k| samples[k * samples.len() / ranges])
-            .collect();
-        // 3. Cut every run at the splitters, in the total order
-        //    (value, run, index): the splitter's own run is cut exactly at
-        //    the splitter; other runs put ties before the cut when they come
-        //    earlier in run order.
-        let cuts: Vec<Vec<usize>> = runs
-            .iter()
-            .enumerate()
-            .map(|(r, run)| {
-                splitters
-                    .iter()
-                    .map(|&(sr, si)| {
-                        if r == sr {
-                            return si;
-                        }
-                        let pivot = &runs[sr][si];
-                        run.partition_point(|x| match cmp(x, pivot) {
-                            Ordering::Less => true,
-                            Ordering::Greater => false,
-                            Ordering::Equal => r < sr,
-                        })
-                    })
-                    .collect()
-            })
-            .collect();
-        // 4. Merge every range from all runs at once, in parallel, each
-        //    range straight into its own slice of the output: every item is
-        //    moved once, from its run to its place (cutting the runs into
-        //    owned pieces and concatenating the merged ranges cost two more
-        //    copies of everything).
-        let mut starts: Vec<Vec<usize>> = cuts
-            .into_iter()
-            .map(|c| std::iter::once(0).chain(c).collect())
-            .collect();
-        for (start, run) in starts.iter_mut().zip(&runs) {
-            start.push(run.len());
-        }
-        let mut out: Vec<T> = Vec::with_capacity(n);
-        let mut tasks: Vec<Task<'_, T>> = Vec::with_capacity(ranges);
-        let mut rest = &mut out.spare_capacity_mut()[..n];
-        for k in 0..ranges {
-            let pieces: Vec<Piece<T>> = runs
-                .iter()
-                .zip(&starts)
-                .map(|(run, start)| Piece {
-                    // In bounds: cuts are positions in the run, in order.
-                    next: run[start[k]..start[k + 1]].as_ptr(),
-                    left: start[k + 1] - start[k],
-                })
-                .filter(|p| p.left > 0)
-                .collect();
-            let len = pieces.iter().map(|p| p.left).sum();
-            let (dst, tail) = rest.split_at_mut(len);
-            rest = tail;
-            tasks.push((pieces, dst));
-        }
-        // The items now belong to the pieces: each is read out exactly once
-        // below, so the runs must not drop them (if a comparison panics, the
-        // items not yet moved leak, which is safe).
-        for run in &mut runs {
-            // SAFETY: 0 <= capacity, and no item of the run is dropped or
-            // read through the run again: the pieces own them.
-            unsafe { run.set_len(0) };
-        }
-        tasks
-            .into_par_iter()
-            .for_each(|(mut pieces, dst)| kway(&mut pieces, dst, cmp));
-        // SAFETY: the ranges' slices tile out[..n] and `kway` wrote every
-        // slot of its slice (it writes exactly as many items as its pieces
-        // hold, which is the slice's length).
-        unsafe { out.set_len(n) };
-        drop(runs);
-        out
+        let splitters = splitters(&runs, ranges, cmp);
+        let cuts = cuts(&runs, &splitters, cmp);
+        merge_ranges(runs, cuts, n, cmp)
     })
+}
+
+/// 2. Splitters from regular samples of the sorted runs: positions
+/// `(run, index)`, so that ties between runs are cut consistently.
+fn splitters<T, F>(runs: &[Vec<T>], ranges: usize, cmp: &F) -> Vec<(usize, usize)>
+where
+    F: Fn(&T, &T) -> Ordering,
+{
+    let mut samples: Vec<(usize, usize)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(r, run)| {
+            let step = run.len().div_ceil(SAMPLES_PER_RUN).max(1);
+            (step / 2..run.len()).step_by(step).map(move |i| (r, i))
+        })
+        .collect();
+    samples.sort_by(|a, b| cmp(&runs[a.0][a.1], &runs[b.0][b.1]).then(a.cmp(b)));
+    (1..ranges)
+        .map(|k| samples[k * samples.len() / ranges])
+        .collect()
+}
+
+/// 3. Where each run is cut at each splitter, in the total order
+/// (value, run, index): the splitter's own run is cut exactly at the
+/// splitter; other runs put ties before the cut when they come earlier in
+/// run order. Each run's cuts start at 0 and end at its length.
+fn cuts<T, F>(runs: &[Vec<T>], splitters: &[(usize, usize)], cmp: &F) -> Vec<Vec<usize>>
+where
+    F: Fn(&T, &T) -> Ordering,
+{
+    let cut = |r: usize, run: &[T], (sr, si): (usize, usize)| {
+        if r == sr {
+            return si;
+        }
+        let pivot = &runs[sr][si];
+        run.partition_point(|x| match cmp(x, pivot) {
+            Ordering::Less => true,
+            Ordering::Greater => false,
+            Ordering::Equal => r < sr,
+        })
+    };
+    runs.iter()
+        .enumerate()
+        .map(|(r, run)| {
+            let inner = splitters.iter().map(|&s| cut(r, run, s));
+            std::iter::once(0).chain(inner).chain([run.len()]).collect()
+        })
+        .collect()
+}
+
+/// 4. Merges every range from all runs at once, in parallel, each range
+/// straight into its own slice of the output: every item is moved once,
+/// from its run to its place (cutting the runs into owned pieces and
+/// concatenating the merged ranges would copy everything twice more).
+/// Runs on the calling pool.
+fn merge_ranges<T, F>(mut runs: Vec<Vec<T>>, starts: Vec<Vec<usize>>, n: usize, cmp: &F) -> Vec<T>
+where
+    T: Send,
+    F: Fn(&T, &T) -> Ordering + Sync,
+{
+    let ranges = starts.first().map_or(0, |s| s.len() - 1);
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    let mut tasks: Vec<Task<'_, T>> = Vec::with_capacity(ranges);
+    let mut rest = &mut out.spare_capacity_mut()[..n];
+    for k in 0..ranges {
+        let pieces: Vec<Piece<T>> = runs
+            .iter()
+            .zip(&starts)
+            .map(|(run, start)| Piece {
+                // In bounds: cuts are positions in the run, in order.
+                next: run[start[k]..start[k + 1]].as_ptr(),
+                left: start[k + 1] - start[k],
+            })
+            .filter(|p| p.left > 0)
+            .collect();
+        let len = pieces.iter().map(|p| p.left).sum();
+        let (dst, tail) = rest.split_at_mut(len);
+        rest = tail;
+        tasks.push((pieces, dst));
+    }
+    // The items now belong to the pieces: each is read out exactly once
+    // below, so the runs must not drop them (if a comparison panics, the
+    // items not yet moved leak, which is safe).
+    for run in &mut runs {
+        // SAFETY: 0 <= capacity, and no item of the run is dropped or read
+        // through the run again: the pieces own them.
+        unsafe { run.set_len(0) };
+    }
+    tasks
+        .into_par_iter()
+        .for_each(|(mut pieces, dst)| kway(&mut pieces, dst, cmp));
+    // SAFETY: the ranges' slices tile out[..n] and `kway` wrote every slot
+    // of its slice (it writes exactly as many items as its pieces hold,
+    // which is the slice's length).
+    unsafe { out.set_len(n) };
+    drop(runs);
+    out
 }
 
 /// One range of a p-way merge: its pieces of every run, and its slice of

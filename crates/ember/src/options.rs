@@ -6,8 +6,10 @@ use crate::pipeline::PipelineOptions;
 use crate::plan::Mode;
 use crate::progress::Progress;
 
-/// Settings for one run.
+/// Settings for one run: `RunOptions::default()` and the setters below,
+/// e.g. `RunOptions::default().top(10).split_size(1 << 20)`.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct RunOptions {
     /// Target split size in bytes (overrides the runtime's). The last few
     /// splits of an input in memory are cut smaller (a quarter, at least
@@ -32,4 +34,40 @@ pub struct RunOptions {
     /// A counter of the input bytes mapped, for a progress display polled
     /// from another thread (`ember` draws one from it).
     pub progress: Option<Progress>,
+}
+
+/// Setters that take a value or an `Option` of it (`None` restores the
+/// default), one per optional field.
+macro_rules! setters {
+    ($t:ty { $($field:ident: $v:ty),* $(,)? }) => {
+        impl $t {
+            $(
+                #[doc = concat!("Sets [`", stringify!($t), "::", stringify!($field), "`].")]
+                pub fn $field(mut self, value: impl Into<Option<$v>>) -> Self {
+                    self.$field = value.into();
+                    self
+                }
+            )*
+        }
+    };
+}
+pub(crate) use setters;
+
+setters!(RunOptions {
+    split_size: usize,
+    top: usize,
+    container: ContainerKind,
+    merge: MergeKind,
+    chunk_size: usize,
+    chunk_buffers: usize,
+    mode: Mode,
+    progress: Progress,
+});
+
+impl RunOptions {
+    /// Sets [`RunOptions::pipeline`].
+    pub fn pipeline(mut self, pipeline: PipelineOptions) -> Self {
+        self.pipeline = pipeline;
+        self
+    }
 }

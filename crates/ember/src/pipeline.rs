@@ -124,8 +124,10 @@ fn physical_memory() -> Option<usize> {
     None
 }
 
-/// Settings of the pipelined mode.
+/// Settings of the pipelined mode: `PipelineOptions::default()` and its
+/// setters.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct PipelineOptions {
     /// Bytes of one map buffer at most. `None` (default): combining tables
     /// grow up to the bound's share (the bound over `T x (T + 1)` buffers)
@@ -150,6 +152,20 @@ pub struct PipelineOptions {
     /// `None` (default): each mapper starts combining and switches to
     /// appending if its first hand-offs show too few pairs per key.
     pub combine: Option<bool>,
+}
+
+crate::options::setters!(PipelineOptions {
+    buffer_bytes: usize,
+    max_buffered_bytes: usize,
+    combine: bool,
+});
+
+impl PipelineOptions {
+    /// Sets [`PipelineOptions::dedicated_reducers`].
+    pub fn dedicated_reducers(mut self, workers: usize) -> Self {
+        self.dedicated_reducers = workers;
+        self
+    }
 }
 
 /// What a pipelined run maps: the splits left to map, and the sample's
@@ -306,10 +322,7 @@ mod tests {
                 Pairs.map(split, &mut containers[n % threads]);
             }
             let mut stats = Stats::default();
-            let opts = PipelineOptions {
-                buffer_bytes: Some(256),
-                ..Default::default()
-            };
+            let opts = PipelineOptions::default().buffer_bytes(256);
             let rest: Vec<SplitRange> = (0..splits.len())
                 .filter(|i| sample.binary_search(i).is_err())
                 .map(|i| splits[i])

@@ -37,6 +37,7 @@ const APPEND_BELOW_REPEATS_UNFOLDED: f64 = 16.0;
 /// [`RunOptions::mode`](crate::RunOptions::mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Mode {
     /// The runtime chooses. It picks the barrier: on the inputs measured so
     /// far (`ember bench pipeline`, 2 cores) pipelining was not faster.
@@ -52,6 +53,7 @@ pub enum Mode {
 /// How a run's map and reduce actually ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum RunMode {
     /// Reduce after the last map task.
     #[default]
@@ -65,6 +67,7 @@ pub enum RunMode {
 /// How a run read its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum IngestKind {
     /// Bytes the caller held in memory.
     #[default]
@@ -78,6 +81,7 @@ pub enum IngestKind {
 /// Why a run has no sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Unsampled {
     /// A streamed input is read once, so it cannot be sampled ahead.
     Streamed,
@@ -88,6 +92,7 @@ pub enum Unsampled {
 /// Why a run uses its container.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "why", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ContainerReason {
     /// The job declares integer keys in `0..n`.
     DenseKeys {
@@ -129,6 +134,7 @@ pub enum ContainerReason {
 /// Why a run uses its mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "why", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ModeReason {
     /// The caller asked for it.
     Caller,
@@ -150,6 +156,7 @@ pub enum ModeReason {
 
 /// A run's decisions.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Plan {
     /// The intermediate container.
     pub container: ContainerKind,

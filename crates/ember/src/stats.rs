@@ -157,6 +157,13 @@ impl fmt::Display for Stats {
             }
         }
         writeln!(f, "total     {:>10.3} s", self.total_secs)?;
+        self.fmt_work(f)
+    }
+}
+
+impl Stats {
+    /// The busy time, pipeline, pair and task lines of the table.
+    fn fmt_work(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // From 0.0: an empty float sum is -0.0.
         let sum = |v: &[f64]| v.iter().fold(0.0, |a, b| a + b);
         let reduce = if self.reduce_skipped() {

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ember::{
-    Combiner, Emit, Error, Input, Job, KeyHint, MapOnlyJob, Phase, Records,
-    RunOptions, Runtime, Split, Sum,
+    Combiner, Emit, Error, Input, Job, KeyHint, MapOnlyJob, Phase, Records, RunOptions, Runtime,
+    Split, Sum,
 };
 
 use ember::stats::{ModeReason, RunMode};
@@ -181,11 +181,9 @@ fn buffered_bytes_stay_within_the_bound_with_a_slow_reducer() {
         let bound = 32 << 10;
         let opts = options(
             Mode::Pipelined,
-            PipelineOptions {
-                buffer_bytes: Some(512),
-                max_buffered_bytes: Some(bound),
-                ..Default::default()
-            },
+            PipelineOptions::default()
+                .buffer_bytes(512)
+                .max_buffered_bytes(bound),
             Some(4 << 10),
         );
         let out = rt.run_with(&job, &Input::bytes(&data), &opts).unwrap();
@@ -215,10 +213,7 @@ fn too_small_a_bound_is_a_config_error() {
     let rt = Runtime::builder().threads(4).build().unwrap();
     let opts = options(
         Mode::Pipelined,
-        PipelineOptions {
-            max_buffered_bytes: Some(100),
-            ..Default::default()
-        },
+        PipelineOptions::default().max_buffered_bytes(100),
         None,
     );
     let err = rt
@@ -236,10 +231,7 @@ fn expect_panic_error(job: Histogram, data: Vec<u8>, buffer_bytes: usize) -> Err
         let rt = Runtime::builder().threads(4).build().unwrap();
         let opts = options(
             Mode::Pipelined,
-            PipelineOptions {
-                buffer_bytes: Some(buffer_bytes),
-                ..Default::default()
-            },
+            PipelineOptions::default().buffer_bytes(buffer_bytes),
             Some(64),
         );
         let err = rt.run_with(&job, &Input::bytes(&data), &opts).err();
@@ -324,11 +316,9 @@ fn a_panic_while_folding_is_a_reduce_error_not_a_hang() {
         let data = bytes(50_000, 11);
         let opts = options(
             Mode::Pipelined,
-            PipelineOptions {
-                buffer_bytes: Some(1),
-                max_buffered_bytes: Some(64 << 10),
-                ..Default::default()
-            },
+            PipelineOptions::default()
+                .buffer_bytes(1)
+                .max_buffered_bytes(64 << 10),
             Some(100),
         );
         rt.run_with(
@@ -388,10 +378,7 @@ fn auto_keeps_the_barrier_and_says_why() {
         keys: KeyHint::Dense(256),
         ..Default::default()
     };
-    let forced = RunOptions {
-        container: Some(ember::ContainerKind::Hash),
-        ..Default::default()
-    };
+    let forced = RunOptions::default().container(ember::ContainerKind::Hash);
     let runs = [
         one.run_with(&Histogram::<Sum>::default(), &input, &auto),
         two.run_with(&dense, &input, &auto),
@@ -400,15 +387,24 @@ fn auto_keeps_the_barrier_and_says_why() {
     ];
     for (i, out) in runs.into_iter().enumerate() {
         let plan = out.unwrap().stats.plan;
-        assert_eq!((plan.mode, plan.mode_reason), (RunMode::Barrier, ModeReason::Auto), "case {i}");
+        assert_eq!(
+            (plan.mode, plan.mode_reason),
+            (RunMode::Barrier, ModeReason::Auto),
+            "case {i}"
+        );
     }
     let explicit = options(Mode::Barrier, Default::default(), None);
     let s = two
         .run_with(&Histogram::<Sum>::default(), &input, &explicit)
         .unwrap()
         .stats;
-    assert_eq!((s.plan.mode, s.plan.mode_reason), (RunMode::Barrier, ModeReason::Caller));
-    assert!(s.to_string().contains("mode      barrier: chosen by the caller"));
+    assert_eq!(
+        (s.plan.mode, s.plan.mode_reason),
+        (RunMode::Barrier, ModeReason::Caller)
+    );
+    assert!(s
+        .to_string()
+        .contains("mode      barrier: chosen by the caller"));
 }
 
 #[test]
@@ -445,11 +441,9 @@ fn dedicated_reducers_give_the_same_output() {
         for dedicated in [1, threads] {
             let opts = options(
                 Mode::Pipelined,
-                PipelineOptions {
-                    buffer_bytes: Some(1),
-                    dedicated_reducers: dedicated,
-                    ..Default::default()
-                },
+                PipelineOptions::default()
+                    .buffer_bytes(1)
+                    .dedicated_reducers(dedicated),
                 Some(1000),
             );
             let out = rt

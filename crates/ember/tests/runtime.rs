@@ -54,10 +54,7 @@ fn job(threads: &Mutex<HashSet<ThreadId>>) -> ByteCount<'_> {
 }
 
 fn small_splits() -> RunOptions {
-    RunOptions {
-        split_size: Some(16),
-        ..Default::default()
-    }
+    RunOptions::default().split_size(16)
 }
 
 #[test]
@@ -201,10 +198,7 @@ fn bad_settings_are_config_errors() {
         .run_with(
             &job(&seen),
             &Input::bytes(b"a"),
-            &RunOptions {
-                split_size: Some(0),
-                ..Default::default()
-            },
+            &RunOptions::default().split_size(0),
         )
         .err()
         .unwrap();
@@ -242,10 +236,7 @@ fn map_only_jobs_skip_reduce_and_are_deterministic() {
     for t in [1, 2, 7] {
         let rt = Runtime::builder().threads(t).build().unwrap();
         for split in [Some(3), None] {
-            let opts = RunOptions {
-                split_size: split,
-                ..Default::default()
-            };
+            let opts = RunOptions::default().split_size(split);
             let out = rt
                 .run_map_only(&Lines, &Input::bytes(&data), &opts)
                 .unwrap();
@@ -358,12 +349,10 @@ fn sampled_pairs_are_neither_lost_nor_counted_twice() {
                     hint,
                     mapped: Default::default(),
                 };
-                let opts = RunOptions {
-                    split_size: Some(4096),
-                    container: Some(container),
-                    mode: Some(mode),
-                    ..Default::default()
-                };
+                let opts = RunOptions::default()
+                    .split_size(4096)
+                    .container(container)
+                    .mode(mode);
                 let out = rt.run_with(&job, &Input::bytes(data), &opts).unwrap();
                 assert!(out.pairs == want, "{label}: counts differ");
                 if mode != Mode::Barrier {
@@ -409,10 +398,7 @@ fn append_partitions_grow_with_the_predicted_pairs() {
             hint: ember::KeyHint::Unknown,
             mapped: Default::default(),
         };
-        let opts = RunOptions {
-            mode: Some(ember::tune::Mode::Barrier),
-            ..Default::default()
-        };
+        let opts = RunOptions::default().mode(ember::tune::Mode::Barrier);
         let out = rt.run_with(&job, &Input::bytes(&data), &opts).unwrap();
         assert_eq!(
             out.stats.plan.container,
@@ -440,13 +426,13 @@ fn progress_counts_every_input_byte_once() {
     use ember::{ContainerKind as C, KeyHint as H, Progress};
     let (few, unique) = (keyed(FEW), keyed(UNIQUE));
     let rt = Runtime::builder().threads(2).build().unwrap();
-    let opts = |container, mode, progress: &Progress| RunOptions {
-        split_size: Some(4096),
-        chunk_size: Some(100_000),
-        container: Some(container),
-        mode: Some(mode),
-        progress: Some(progress.clone()),
-        ..Default::default()
+    let opts = |container, mode, progress: &Progress| {
+        RunOptions::default()
+            .split_size(4096)
+            .chunk_size(100_000)
+            .container(container)
+            .mode(mode)
+            .progress(progress.clone())
     };
     let cases = [
         (&few, C::Auto, Mode::Barrier, C::Hash, false),

@@ -14,10 +14,7 @@ pub fn for_each_setting(mut f: impl FnMut(&Runtime, &RunOptions, &str)) {
     for threads in [1, 2, 7] {
         let rt = Runtime::builder().threads(threads).build().unwrap();
         for split_size in SPLIT_SIZES {
-            let opts = RunOptions {
-                split_size,
-                ..Default::default()
-            };
+            let opts = RunOptions::default().split_size(split_size);
             f(
                 &rt,
                 &opts,
@@ -44,11 +41,9 @@ pub fn for_each_container(kinds: &[ContainerKind], mut f: impl FnMut(&Runtime, &
         let rt = Runtime::builder().threads(threads).build().unwrap();
         for split_size in [Some(64), None] {
             for &container in kinds {
-                let opts = RunOptions {
-                    split_size,
-                    container: Some(container),
-                    ..Default::default()
-                };
+                let opts = RunOptions::default()
+                    .split_size(split_size)
+                    .container(container);
                 f(
                     &rt,
                     &opts,

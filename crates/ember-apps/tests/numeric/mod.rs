@@ -10,10 +10,7 @@ pub fn each_config(record_bytes: usize, mut f: impl FnMut(&Runtime, &RunOptions,
     for threads in [1, 2, 7] {
         let rt = Runtime::builder().threads(threads).build().unwrap();
         for split_size in [Some(record_bytes), Some(4096), None] {
-            let opts = RunOptions {
-                split_size,
-                ..Default::default()
-            };
+            let opts = RunOptions::default().split_size(split_size);
             f(
                 &rt,
                 &opts,

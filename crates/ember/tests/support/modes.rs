@@ -20,32 +20,21 @@ pub const THREADS: [usize; 3] = [1, 2, 8];
 /// holds a whole test input, so hand-offs happen only at the end).
 pub fn buffer_settings() -> Vec<(&'static str, PipelineOptions)> {
     vec![
-        (
-            "tiny buffers",
-            PipelineOptions {
-                buffer_bytes: Some(1),
-                ..Default::default()
-            },
-        ),
+        ("tiny buffers", PipelineOptions::default().buffer_bytes(1)),
         ("default buffers", PipelineOptions::default()),
         (
             "huge buffers",
-            PipelineOptions {
-                buffer_bytes: Some(1 << 20),
-                ..Default::default()
-            },
+            PipelineOptions::default().buffer_bytes(1 << 20),
         ),
     ]
 }
 
 /// Run options for one mode.
 pub fn options(mode: Mode, pipeline: PipelineOptions, split_size: Option<usize>) -> RunOptions {
-    RunOptions {
-        mode: Some(mode),
-        pipeline,
-        split_size,
-        ..Default::default()
-    }
+    RunOptions::default()
+        .mode(mode)
+        .pipeline(pipeline)
+        .split_size(split_size)
 }
 
 /// Runs `job` in one mode, panicking on an error.
