@@ -73,6 +73,11 @@ pub use progress::Progress;
 pub use runtime::{Output, Runtime, RuntimeBuilder};
 pub use stats::Stats;
 
+/// The README's library example, compiled as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExample;
+
 /// Tuning knobs: how a run reads its input, schedules map and reduce, and
 /// orders its output. The defaults serve; these are for measuring and for
 /// inputs that need something else.

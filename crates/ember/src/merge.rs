@@ -249,10 +249,8 @@ impl<T> Piece<T> {
 /// winner's leaf-to-root path is replayed, one comparison per level, half
 /// the comparisons of a binary heap's sift-down. On random keys every
 /// comparison is a coin flip the branch predictor loses, so their number
-/// is the merge's cost. With the single-copy layout above, on 10M sort
-/// records in 16 runs (2 threads, `ember bench merge`, on a loaded
-/// machine), the merge phase took 0.62 s with a heap and copies, 0.38 s
-/// with a heap, 0.32 s with this tree.
+/// is the merge's cost (`ember bench merge` measures it; the heap it
+/// replaced is in `docs/measurements.md`).
 ///
 /// The replay is written as selects, not branches, so it compiles to
 /// conditional moves; an exhausted piece leaves the tree (rebuilt, O(k),

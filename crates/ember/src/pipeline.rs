@@ -92,10 +92,9 @@ mod worker;
 
 /// Default size of one append buffer: 64 KiB (combining buffers grow up to
 /// their share of the bound instead, see [`PipelineOptions::buffer_bytes`]).
-/// A 16 KiB to 1 MiB sweep
-/// on word count (`ember bench pipeline --buffer`) showed no size clearly
-/// better (all within the machine's noise); 64 KiB keeps a mapper's `T`
-/// buffers within its L2 cache up to `T = 32`. Buffers shrink to fit the
+/// No size from 16 KiB to 1 MiB measured clearly better on word count
+/// (`ember bench pipeline --buffer`); 64 KiB keeps a mapper's `T` buffers
+/// within its L2 cache up to `T = 32`. Buffers shrink to fit the
 /// bound's minimum of `T x (T + 1)` buffers: 32 KiB at `T = 64` under the
 /// default bound.
 pub const DEFAULT_BUFFER_BYTES: usize = 64 << 10;

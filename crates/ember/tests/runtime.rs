@@ -469,3 +469,33 @@ fn progress_counts_every_input_byte_once() {
     .unwrap();
     assert_eq!(progress.bytes(), lines.len() as u64, "map-only");
 }
+
+/// A run called from inside another, larger rayon pool (a worker of it,
+/// whose index is past this runtime's workers) counts its reduce tasks on
+/// its own workers and gives the same output.
+#[test]
+fn a_run_from_a_larger_foreign_pool_works() {
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let foreign = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap();
+    let data = b"abracadabra".repeat(100);
+    let threads = Mutex::new(HashSet::new());
+    let job = ByteCount {
+        threads: &threads,
+        panic_in_map_on: None,
+        panic_in_reduce_on: None,
+    };
+    let want = rt.run(&job, &Input::bytes(&data)).unwrap();
+    let outs = foreign.broadcast(|_| rt.run(&job, &Input::bytes(&data)));
+    for out in outs {
+        let out = out.unwrap();
+        assert_eq!(out.pairs, want.pairs);
+        assert_eq!(out.stats.reduce_tasks.len(), 2);
+        assert_eq!(
+            out.stats.reduce_tasks.iter().sum::<u64>(),
+            out.stats.plan.partitions as u64
+        );
+    }
+}

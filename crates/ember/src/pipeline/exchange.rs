@@ -42,10 +42,9 @@ pub(super) type Part<J> = Table<<J as Job>::Key, StateOf<J>>;
 
 /// How much a partition table grows when a buffer would fill it: room for
 /// 4x the keys it would hold (8-16x the slots, after rounding to a power of
-/// two). Measured on word count: the table's own doubling moved every key
-/// too often (a fifth of the reduce work); growing to exactly 4x the slots
-/// was slower still (0.7-0.8x of this), as denser tables probe longer;
-/// room for 8x the keys cost more in page clearing.
+/// two). The table's own doubling moves every key too often; a denser
+/// table probes longer, and a sparser one costs more fresh pages to clear
+/// (word count measured best at 4x).
 const GROWTH: usize = 4;
 
 /// Buffers a worker folds per hold of a partition's lock: a bounded hold

@@ -63,18 +63,11 @@ struct Out<J: Job> {
 
 /// A combining buffer that holds this many keys grows 8x at a time
 /// instead of 2x. Each growth allocates a fresh slot array, and fresh
-/// memory is costly: the kernel clears every page, and on a VM the host may
-/// first have to back it (measured here: 0.45 GB/s for the first touch of
-/// freshly mapped huge pages, 15 GB/s for memory the process had just
-/// freed). Past 64K keys a table is already beyond the L2 cache, so a
-/// sparser one costs few more misses. On word count (128 MiB, 2 threads,
-/// pipelined), doubling all the way allocated 271 MiB of tables per run and
-/// spent 13% of the run clearing pages; growing straight to the largest
-/// table past 64K keys allocated 175 MiB, and its map phase took 0.69-0.81 s
-/// of worker time against 0.82-0.97 s in alternated runs; the 8x step
-/// allocates 192-199 MiB. (Straight to the largest is too sparse on one
-/// thread, where the largest is 128 MiB; after an 8x step a table is at
-/// least 4% full, after rounding its slots up to a power of two.)
+/// memory is costly (the kernel clears every page, and on a VM the host may
+/// first have to back it); past 64K keys a table is already beyond the L2
+/// cache, so a sparser one costs few more misses. Growing straight to the
+/// largest table is too sparse on one thread; after an 8x step a table is
+/// at least 4% full, after rounding its slots up to a power of two.
 const JUMP_KEYS: usize = 64 << 10;
 
 /// True when a combining buffer holds as many keys as it may; else makes
@@ -115,10 +108,7 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
         let full = match buf {
             Buf::Table(t) => {
                 // Only a new key can fill the table or make it grow, so only
-                // then are the limits checked (callgrind, word count on 16
-                // MB, one thread: 702M instructions before, 646M after, 622M
-                // with each buffer and its count in one `Out`; the barrier's
-                // run is 563M).
+                // then are the limits checked: the emit path stays short.
                 let new = t.upsert(&probe, hash, value, J::Combiner::init, J::Combiner::add);
                 out.fill += 1;
                 (new && full_or_grown(t, &self.x.sizing)) || out.fill >= self.x.sizing.pairs
