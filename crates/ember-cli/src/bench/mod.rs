@@ -17,6 +17,7 @@ mod ingest;
 mod inverted_index;
 mod kmeans;
 mod linreg;
+mod machine;
 mod matrix_multiply;
 mod merge;
 mod pca;
@@ -24,6 +25,8 @@ mod pipeline;
 mod sort;
 mod strmatch;
 mod wordcount;
+
+pub(crate) use machine::{all_threads, cpu_secs};
 
 /// The benchmarks.
 #[derive(Subcommand)]
@@ -60,104 +63,14 @@ pub(crate) enum Bench {
     Pipeline(pipeline::Args),
 }
 
-/// Runs a benchmark, then says how much CPU time the hypervisor took from
-/// this VM meanwhile (steal time), and how much compute all CPUs together
-/// delivered just before and just after it ([`capacity`]): on a shared VM,
-/// a 2-thread row can lose its second core to another tenant, or share a
-/// physical core with other work, and these lines say when it did.
+/// Runs a benchmark, then says what the machine gave it
+/// ([`machine::around`]); `all` runs each bench of the suite so.
 pub(crate) fn run(b: Bench) -> Result<()> {
     if matches!(b, Bench::All) {
-        // Each bench of the suite prints its own lines.
-        return run_one(b);
+        // Each bench of the suite says what the machine gave it.
+        return all();
     }
-    let cpus = all_threads(None);
-    let before = (steal_secs(), capacity(cpus));
-    run_one(b)?;
-    if let (Some(start), Some(end)) = (before.0, steal_secs()) {
-        println!(
-            "\nsteal     {:.2} s of CPU time taken by the hypervisor during this bench",
-            end - start
-        );
-    }
-    let after = capacity(cpus);
-    println!(
-        "capacity  {cpus} threads vs 1, before and after this bench: compute loop {:.2}x, \
-         {:.2}x; latency-bound loop {:.2}x, {:.2}x\n          \
-         ({cpus}.00x: {cpus} free cores; the compute loop low but not the latency-bound one: \
-         the CPUs shared cores' execution units with other work, as SMT siblings do)",
-        before.1.throughput, after.throughput, before.1.latency, after.latency
-    );
-    Ok(())
-}
-
-/// What [`capacity`] measured: how many times one thread's rate all
-/// threads together reached, on two loops.
-struct Capacity {
-    /// Independent multiply chains, which keep a core's multiplier busy:
-    /// two threads on one physical core (SMT siblings, as a host may place
-    /// two vCPUs, or one vCPU beside another tenant's) reach about 1x
-    /// together, on two free cores 2x.
-    throughput: f64,
-    /// One dependent multiply chain, which leaves most of a core idle:
-    /// SMT siblings reach about 2x on it as well, so it stays high while
-    /// `throughput` drops when the CPUs share a core, and drops with it
-    /// when a CPU is not running at all.
-    latency: f64,
-}
-
-/// Measures [`Capacity`] on `threads` threads, about 0.1 s.
-fn capacity(threads: usize) -> Capacity {
-    fn chains<const N: usize>(rounds: u64) -> [u64; N] {
-        let mut h: [u64; N] = std::array::from_fn(|i| i as u64 + 1);
-        for _ in 0..rounds {
-            for x in &mut h {
-                *x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (*x >> 7);
-            }
-        }
-        std::hint::black_box(h)
-    }
-    let timed = |f: &(dyn Fn() + Sync)| {
-        let t = std::time::Instant::now();
-        f();
-        t.elapsed().as_secs_f64()
-    };
-    let ratio = |work: fn(u64), rounds: u64| {
-        let alone = timed(&|| work(rounds));
-        let together = timed(&|| {
-            std::thread::scope(|s| {
-                for _ in 0..threads {
-                    s.spawn(|| work(rounds));
-                }
-            })
-        });
-        threads as f64 * alone / together.max(1e-12)
-    };
-    // About 20 ms of work for one thread, per loop.
-    let rounds = |work: fn(u64)| {
-        let probe = 1 << 16;
-        let per_round = timed(&|| work(probe)) / probe as f64;
-        (0.02 / per_round.max(1e-12)) as u64
-    };
-    fn wide(rounds: u64) {
-        chains::<8>(rounds);
-    }
-    fn narrow(rounds: u64) {
-        chains::<1>(rounds);
-    }
-    Capacity {
-        throughput: ratio(wide, rounds(wide)),
-        latency: ratio(narrow, rounds(narrow)),
-    }
-}
-
-/// Seconds of steal time summed over all CPUs (`/proc/stat`), if known.
-fn steal_secs() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    // "cpu user nice system idle iowait irq softirq steal ...", in ticks of
-    // 1/100 s.
-    let cpu = stat.lines().next()?;
-    let steal: f64 = cpu.split_whitespace().nth(8)?.parse().ok()?;
-    Some(steal / 100.0)
+    machine::around(|| run_one(b))
 }
 
 fn run_one(b: Bench) -> Result<()> {
@@ -305,29 +218,6 @@ pub(crate) fn timed(f: impl FnOnce() -> Result<()>) -> Result<f64> {
     let t = std::time::Instant::now();
     f()?;
     Ok(t.elapsed().as_secs_f64())
-}
-
-/// CPU seconds this process has used so far, user and system (Linux;
-/// 0 elsewhere): for utilization, as CPU time over wall time x threads.
-pub(crate) fn cpu_secs() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    // Fields after the command name (which is in parentheses): utime and
-    // stime are the 12th and 13th, in clock ticks (100 per second on Linux).
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let f: Vec<f64> = after
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    f.iter().sum::<f64>() / 100.0
-}
-
-/// The default "all threads" count.
-pub(crate) fn all_threads(t: Option<usize>) -> usize {
-    t.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// One benchmark's table: rows of (contender, timing), with throughput and

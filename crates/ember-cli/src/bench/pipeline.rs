@@ -35,7 +35,7 @@ use ember_apps::wordcount::{for_each_word, is_separator, WordCount};
 
 use crate::common::parse_size;
 
-use super::{all_threads, interleaved, median};
+use super::{all_threads, cpu_secs, interleaved, median};
 
 /// `ember bench pipeline`.
 #[derive(ClapArgs)]
@@ -81,25 +81,6 @@ pub(crate) struct Args {
 /// What a case's run returns: its stats, and a digest of its output that
 /// must be the same in every mode.
 type Digest = (Stats, u64);
-
-/// CPU seconds (user and system, all threads) this process has used, from
-/// `/proc/self/stat` (in 1/100 s; 0 where there is no such file). On a
-/// shared machine this is steadier than wall time for comparing the work
-/// two modes do.
-fn cpu_secs() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    // utime and stime: the 12th and 13th fields after the command name.
-    let rest = stat.rsplit_once(')').map_or("", |r| r.1);
-    let ticks: f64 = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|x| x.parse::<f64>().ok())
-        .sum();
-    ticks / 100.0
-}
 
 /// How a case runs its workload with the given options.
 type RunCase<'a> = dyn Fn(&Runtime, &RunOptions) -> Result<Digest> + 'a;
