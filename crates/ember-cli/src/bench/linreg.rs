@@ -1,12 +1,13 @@
-//! `ember bench linreg`: ember vs the sequential linear regression and a
-//! plain memory read of the points.
+//! `ember bench linreg`: ember vs the sequential linear
+//! regression and a plain memory read of the points.
 
-use anyhow::{ensure, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember::{Input, RunOptions};
 use ember_apps::linear_regression::{self, PointsSpec};
 
-use super::compare::{compare, Setup};
+use super::machine::all_threads;
+use super::versus::{against_sequential, memory_read, warm};
 use super::BenchArgs;
 use crate::common::parse_size;
 
@@ -30,32 +31,31 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ..PointsSpec::default()
     };
     let file = crate::linear_regression::cached(spec)?;
-    let want = linear_regression::sequential(Input::file(&file)?.part_bytes(0))?;
-    compare(
-        Setup {
-            title: format!(
-                "linear regression, {:.1} MB ({} points)",
-                spec.size as f64 / 1e6,
-                want.n
-            ),
-            file: &file,
-            bench: a.bench,
-            memory_read: true,
-        },
-        &|| {
-            let got = linear_regression::sequential(Input::file(&file)?.part_bytes(0))?;
-            ensure!(got == want, "the sequential sums changed between runs");
-            Ok(())
-        },
-        &|rt| {
-            let (got, stats) = crate::linear_regression::sums(
-                rt,
-                &file,
-                ember::Ingest::Mmap,
-                &RunOptions::default(),
-            )?;
-            ensure!(got == want, "ember's sums differ from the sequential ones");
-            Ok(stats)
-        },
-    )
+    let bytes = warm(&[&file])?;
+    let sequential = || {
+        Ok(linear_regression::sequential(
+            Input::file(&file)?.part_bytes(0),
+        )?)
+    };
+    let want = sequential()?;
+    let v = against_sequential(
+        a.bench,
+        &want,
+        sequential,
+        |rt| crate::linear_regression::sums(rt, &file, ember::Ingest::Mmap, &RunOptions::default()),
+        memory_read(&file, all_threads(a.bench.threads)),
+    )?;
+    v.print(
+        &format!(
+            "linear regression, {:.1} MB ({} points)",
+            spec.size as f64 / 1e6,
+            want.n
+        ),
+        bytes as f64 / 1e6,
+        "MB",
+    );
+    v.print_speedup("sequential baseline");
+    v.print_memory_share(bytes);
+    v.ember_all().print_phases("");
+    Ok(())
 }
