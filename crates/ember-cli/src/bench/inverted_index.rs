@@ -1,4 +1,4 @@
-//! `ember bench invindex`: ember vs the sequential inverted index, plain
+//! `ember bench inverted-index`: ember vs the sequential inverted index, plain
 //! (the baseline) and partitioned as ember's reduce is.
 
 use std::cell::Cell;
@@ -17,7 +17,7 @@ use super::harness::Contender;
 use super::versus::{checked, ember_name, versus, warm};
 use super::BenchArgs;
 
-/// `ember bench invindex`.
+/// `ember bench inverted-index`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Corpus size (the WORKLOADS.md text shape: 1M-word vocabulary, Zipf
@@ -53,7 +53,7 @@ fn corpus(a: &Args, spec: &TextSpec) -> Result<(Vec<PathBuf>, Docs)> {
     })
 }
 
-/// Runs `ember bench invindex`.
+/// Runs `ember bench inverted-index`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = TextSpec {
         size: a.size,

@@ -1,4 +1,4 @@
-//! `ember bench matmul`: the sequential matrix multiply vs ember.
+//! `ember bench matrix-multiply`: the sequential matrix multiply vs ember.
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
@@ -11,7 +11,7 @@ use crate::numeric;
 use super::versus::against_sequential;
 use super::BenchArgs;
 
-/// `ember bench matmul`.
+/// `ember bench matrix-multiply`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Size of the square factors (WORKLOADS.md: two 2048 x 2048 int32
@@ -22,7 +22,7 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-/// Runs `ember bench matmul`.
+/// Runs `ember bench matrix-multiply`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let ia = numeric::open(&numeric::cached_matrix(&factor_spec(a.n, a.n, 1000, 7)?)?)?;
     let ib = numeric::open(&numeric::cached_matrix(&factor_spec(a.n, a.n, 1000, 8)?)?)?;

@@ -16,23 +16,23 @@ mod histogram;
 mod ingest;
 mod inverted_index;
 mod kmeans;
-mod linreg;
+mod linear_regression;
 mod machine;
 mod matrix_multiply;
 mod merge;
 mod pca;
 mod pipeline;
 mod sort;
-mod strmatch;
+mod string_match;
 mod versus;
 mod wordcount;
 
-/// The benchmarks.
+/// The benchmarks. A workload's bench has the name of its command.
 #[derive(Subcommand)]
 pub(crate) enum Bench {
-    /// Every workload of the suite in turn (word count, histogram, linreg,
-    /// string match, inverted index, sort, k-means, PCA, matrix multiply),
-    /// each with its default sizes.
+    /// Every workload of the suite in turn (wordcount, histogram,
+    /// linear-regression, string-match, inverted-index, sort, kmeans, pca,
+    /// matrix-multiply), each with its default sizes.
     All,
     /// Every container and Auto, inverted index on Metis' four input shapes.
     Containers(containers::Args),
@@ -45,11 +45,14 @@ pub(crate) enum Bench {
     /// Histogram vs the sequential one and a plain memory read of the image.
     Histogram(histogram::Args),
     /// Linear regression vs the sequential one and a plain memory read.
-    Linreg(linreg::Args),
+    #[command(alias = "linreg")]
+    LinearRegression(linear_regression::Args),
     /// String match vs the sequential one.
-    Strmatch(strmatch::Args),
+    #[command(alias = "strmatch")]
+    StringMatch(string_match::Args),
     /// Inverted index vs its sequential baselines (plain and partitioned).
-    Invindex(inverted_index::Args),
+    #[command(alias = "invindex")]
+    InvertedIndex(inverted_index::Args),
     /// Sort vs its sequential baseline and a rayon parallel sort.
     Sort(sort::Args),
     /// k-means (WORKLOADS.md shape) vs the sequential implementation.
@@ -57,7 +60,8 @@ pub(crate) enum Bench {
     /// PCA (WORKLOADS.md shape) vs the sequential implementation.
     Pca(pca::Args),
     /// Matrix multiply (WORKLOADS.md shape) vs the sequential implementation.
-    Matmul(matrix_multiply::Args),
+    #[command(alias = "matmul")]
+    MatrixMultiply(matrix_multiply::Args),
     /// Barrier vs pipelined map and reduce on the same inputs.
     Pipeline(pipeline::Args),
 }
@@ -80,13 +84,13 @@ fn run_one(b: Bench) -> Result<()> {
         Bench::Containers(a) => containers::run(a),
         Bench::Wordcount(a) => wordcount::run(a),
         Bench::Histogram(a) => histogram::run(a),
-        Bench::Linreg(a) => linreg::run(a),
-        Bench::Strmatch(a) => strmatch::run(a),
-        Bench::Invindex(a) => inverted_index::run(a),
+        Bench::LinearRegression(a) => linear_regression::run(a),
+        Bench::StringMatch(a) => string_match::run(a),
+        Bench::InvertedIndex(a) => inverted_index::run(a),
         Bench::Sort(a) => sort::run(a),
         Bench::Kmeans(a) => kmeans::run(a),
         Bench::Pca(a) => pca::run(a),
-        Bench::Matmul(a) => matrix_multiply::run(a),
+        Bench::MatrixMultiply(a) => matrix_multiply::run(a),
         Bench::Pipeline(a) => pipeline::run(a),
     }
 }
@@ -95,13 +99,13 @@ fn run_one(b: Bench) -> Result<()> {
 const SUITE: [&str; 9] = [
     "wordcount",
     "histogram",
-    "linreg",
-    "strmatch",
-    "invindex",
+    "linear-regression",
+    "string-match",
+    "inverted-index",
     "sort",
     "kmeans",
     "pca",
-    "matmul",
+    "matrix-multiply",
 ];
 
 /// One bench as the command line names it, with its default arguments.
@@ -144,6 +148,23 @@ mod tests {
         for name in SUITE {
             let named = Named::try_parse_from(["ember bench", name]).unwrap();
             assert!(!matches!(named.bench, Bench::All), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_earlier_short_names_still_parse() {
+        for (old, new) in [
+            ("linreg", "linear-regression"),
+            ("strmatch", "string-match"),
+            ("invindex", "inverted-index"),
+            ("matmul", "matrix-multiply"),
+        ] {
+            let parse = |name| Named::try_parse_from(["ember bench", name]).unwrap().bench;
+            assert_eq!(
+                std::mem::discriminant(&parse(old)),
+                std::mem::discriminant(&parse(new)),
+                "{old}"
+            );
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `ember bench linreg`: ember vs the sequential linear
+//! `ember bench linear-regression`: ember vs the sequential linear
 //! regression and a plain memory read of the points.
 
 use anyhow::Result;
@@ -11,7 +11,7 @@ use super::versus::{against_sequential, memory_read, warm};
 use super::BenchArgs;
 use crate::common::parse_size;
 
-/// `ember bench linreg`.
+/// `ember bench linear-regression`.
 #[derive(ClapArgs)]
 #[command(mut_arg("threads", |a| a.help(
     "Threads for the \"all threads\" rows (default: all CPUs)"
@@ -24,7 +24,7 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-/// Runs `ember bench linreg`.
+/// Runs `ember bench linear-regression`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = PointsSpec {
         size: a.size,

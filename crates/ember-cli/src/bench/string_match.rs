@@ -1,4 +1,4 @@
-//! `ember bench strmatch`: ember vs the sequential string match.
+//! `ember bench string-match`: ember vs the sequential string match.
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
@@ -9,7 +9,7 @@ use super::versus::{against_sequential, warm};
 use super::BenchArgs;
 use crate::common::parse_size;
 
-/// `ember bench strmatch`.
+/// `ember bench string-match`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Keys file size (WORKLOADS.md: 256 MiB).
@@ -19,7 +19,7 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-/// Runs `ember bench strmatch`: looks for the planted words and one
+/// Runs `ember bench string-match`: looks for the planted words and one
 /// word that is not there.
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = KeysSpec {
