@@ -52,7 +52,8 @@ enum Command {
     /// Generate reproducible inputs for the workloads.
     #[command(subcommand)]
     Gen(gen::Gen),
-    /// Measure ember against baselines, ratios printed in one run.
+    /// Measure ember against baselines, ratios printed in one run (a
+    /// workload's bench has its command's name).
     #[command(subcommand)]
     Bench(bench::Bench),
 }

@@ -252,3 +252,29 @@ fn chunked_ingest_gives_the_mapped_results() {
         assert!(e.contains("3 bytes, an odd length"), "{ingest}: {e}");
     }
 }
+
+#[test]
+fn a_workload_bench_has_the_name_of_its_command() {
+    let help = ember(&["bench", "--help"]);
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    for name in [
+        "wordcount",
+        "histogram",
+        "linear-regression",
+        "string-match",
+        "inverted-index",
+        "sort",
+        "kmeans",
+        "pca",
+        "matrix-multiply",
+    ] {
+        assert!(help.contains(name), "bench {name} missing from:\n{help}");
+        assert!(ember(&[name, "--help"]).status.success(), "{name}");
+    }
+    // The earlier short names still run their bench, unlisted.
+    for old in ["linreg", "strmatch", "invindex", "matmul"] {
+        assert!(!help.contains(old), "{old} listed in:\n{help}");
+        assert!(ember(&["bench", old, "--help"]).status.success(), "{old}");
+    }
+}

@@ -8,7 +8,9 @@ use ember::{ContainerKind, Input, RunOptions, Runtime};
 use ember_apps::inverted_index::{build, Docs};
 use ember_apps::text::{text, TextSpec};
 
-use super::{all_threads, interleaved, timed, BenchArgs};
+use super::harness::{measure, Contender, Measured};
+use super::machine::all_threads;
+use super::BenchArgs;
 use crate::common::parse_size;
 
 /// `ember bench containers`.
@@ -76,50 +78,38 @@ pub(crate) fn run(a: Args) -> Result<()> {
     println!("  auto chose, predicted/actual keys per worker, auto vs best");
     for (name, data) in inputs(a.size) {
         let input = Input::bytes(&data);
-        // The stats of Auto's last run.
-        let auto_stats = std::cell::Cell::new(None);
-        let mut runs: Vec<Box<dyn FnMut() -> Result<f64>>> = KINDS
+        let contenders = KINDS
             .iter()
-            .map(|&k| -> Box<dyn FnMut() -> Result<f64>> {
-                let (rt, input, auto_stats) = (&rt, &input, &auto_stats);
-                Box::new(move || {
-                    let opts = RunOptions {
-                        container: Some(k),
-                        ..Default::default()
-                    };
-                    timed(|| {
-                        let stats = build(rt, input, Docs::Lines, &opts)?.stats;
-                        if k == ContainerKind::Auto {
-                            auto_stats.set(Some(stats));
-                        }
-                        Ok(())
-                    })
+            .map(|&k| {
+                let (rt, input) = (&rt, &input);
+                let opts = RunOptions {
+                    container: Some(k),
+                    ..Default::default()
+                };
+                Contender::new(k.name(), move || {
+                    Measured::of(|| Ok(Some(build(rt, input, Docs::Lines, &opts)?.stats)))
                 })
             })
             .collect();
-        let mut refs: Vec<&mut dyn FnMut() -> Result<f64>> =
-            runs.iter_mut().map(|r| &mut **r as _).collect();
-        let t: Vec<f64> = interleaved(a.bench.runs, &mut refs)?
+        let rows = measure(a.bench.runs, contenders)?;
+        let (forced, auto) = rows.split_at(KINDS.len() - 1);
+        let auto = &auto[0];
+        let best = forced
             .iter()
-            .map(|t| t.median)
-            .collect();
-        let auto_stats = auto_stats.take();
-        let best = t[..KINDS.len() - 1]
-            .iter()
-            .copied()
+            .map(|r| r.timing.median)
             .fold(f64::INFINITY, f64::min);
         print!("{name:<38}");
-        for x in &t {
-            print!(" {x:>9.3}s");
+        for r in &rows {
+            print!(" {:>9.3}s", r.timing.median);
         }
-        let s = auto_stats.expect("auto ran");
+        let s = auto.last().stats.as_ref().expect("an ember run");
         println!(
             "  {} ({}/{}), {:.2}x",
             s.container,
             s.predicted_keys_per_worker
                 .map_or("-".into(), |p| p.to_string()),
             s.actual_keys_per_worker,
-            t[KINDS.len() - 1] / best
+            auto.timing.median / best
         );
     }
     Ok(())

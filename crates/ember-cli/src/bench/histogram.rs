@@ -1,12 +1,13 @@
 //! `ember bench histogram`: ember vs the sequential histogram and a plain
 //! memory read of the image.
 
-use anyhow::{ensure, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember::{Input, RunOptions};
 use ember_apps::histogram::{self, BmpSpec};
 
-use super::compare::{compare, Setup};
+use super::machine::all_threads;
+use super::versus::{against_sequential, memory_read, warm};
 use super::BenchArgs;
 
 /// `ember bench histogram`.
@@ -33,31 +34,28 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ..BmpSpec::default()
     };
     let file = crate::histogram::cached(spec)?;
-    let want = histogram::sequential(Input::file(&file)?.part_bytes(0))?;
-    compare(
-        Setup {
-            title: format!(
-                "histogram, {} x {} BMP ({:.1} MB)",
-                spec.width,
-                spec.height,
-                spec.file_len() as f64 / 1e6
-            ),
-            file: &file,
-            bench: a.bench,
-            memory_read: true,
-        },
-        &|| {
-            let got = histogram::sequential(Input::file(&file)?.part_bytes(0))?;
-            ensure!(got == want, "the sequential histogram changed between runs");
-            Ok(())
-        },
-        &|rt| {
-            let (got, stats) = crate::histogram::count(rt, &file, &RunOptions::default())?;
-            ensure!(
-                got == want,
-                "ember's histogram differs from the sequential one"
-            );
-            Ok(stats)
-        },
-    )
+    let bytes = warm(&[&file])?;
+    let sequential = || Ok(histogram::sequential(Input::file(&file)?.part_bytes(0))?);
+    let want = sequential()?;
+    let v = against_sequential(
+        a.bench,
+        &want,
+        sequential,
+        |rt| crate::histogram::count(rt, &file, &RunOptions::default()),
+        memory_read(&file, all_threads(a.bench.threads)),
+    )?;
+    v.print(
+        &format!(
+            "histogram, {} x {} BMP ({:.1} MB)",
+            spec.width,
+            spec.height,
+            spec.file_len() as f64 / 1e6
+        ),
+        bytes as f64 / 1e6,
+        "MB",
+    );
+    v.print_speedup("sequential baseline");
+    v.print_memory_share(bytes);
+    v.ember_all().print_phases("");
+    Ok(())
 }

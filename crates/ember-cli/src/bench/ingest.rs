@@ -23,7 +23,7 @@ use ember_apps::sort::sort_order_input;
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
 
-use super::{all_threads, cpu_secs};
+use super::machine::{all_threads, cpu_secs};
 use crate::common::parse_size;
 
 /// `ember bench ingest`.

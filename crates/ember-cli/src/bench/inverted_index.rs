@@ -1,20 +1,23 @@
-//! `ember bench invindex`: ember vs the sequential inverted index, plain
+//! `ember bench inverted-index`: ember vs the sequential inverted index, plain
 //! (the baseline) and partitioned as ember's reduce is.
 
+use std::cell::Cell;
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{ensure, Result};
 use clap::Args as ClapArgs;
 use ember::{Input, RunOptions, Runtime};
-use ember_apps::inverted_index::{build, sequential, sequential_partitioned, Built, Docs, Index};
+use ember_apps::inverted_index::{build, sequential, sequential_partitioned, Docs, Index};
 use ember_apps::text::TextSpec;
 
 use crate::common::parse_size;
 use crate::inverted_index::{cached_docs, docs_in};
 
-use super::{all_threads, contender_rows, interleaved, timed, BenchArgs, Report};
+use super::harness::Contender;
+use super::versus::{checked, ember_name, versus, warm};
+use super::BenchArgs;
 
-/// `ember bench invindex`.
+/// `ember bench inverted-index`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Corpus size (the WORKLOADS.md text shape: 1M-word vocabulary, Zipf
@@ -39,104 +42,74 @@ fn run_sequential(index: Sequential, paths: &[PathBuf], docs: Docs) -> Result<In
     Ok(index(&parts, docs)?)
 }
 
-/// Runs ember once, input mapping included.
-fn run_ember(rt: &Runtime, paths: &[PathBuf], docs: Docs) -> Result<Built> {
-    let input = Input::files(paths)?;
-    Ok(build(rt, &input, docs, &RunOptions::default())?)
+/// The files to index and what a document is in them.
+fn corpus(a: &Args, spec: &TextSpec) -> Result<(Vec<PathBuf>, Docs)> {
+    Ok(match a.files {
+        None => (vec![crate::gen::cached_text(spec)?], Docs::Lines),
+        Some(n) => {
+            ensure!(n > 0, "--files must be at least 1");
+            (docs_in(&cached_docs(spec, n)?)?, Docs::Files)
+        }
+    })
 }
 
-/// Times one contender, then checks its index against the sequential one.
-fn checked(want: &Index, what: &str, run: impl FnOnce() -> Result<Index>) -> Result<f64> {
-    let mut got = None;
-    let t = timed(|| {
-        got = Some(run()?);
-        Ok(())
-    })?;
-    if got.as_ref() != Some(want) {
-        bail!("{what}: the index differs from the sequential one");
-    }
-    Ok(t)
-}
-
-/// Runs `ember bench invindex`.
+/// Runs `ember bench inverted-index`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = TextSpec {
         size: a.size,
         ..TextSpec::default()
     };
-    let (paths, docs) = match a.files {
-        None => (vec![crate::gen::cached_text(&spec)?], Docs::Lines),
-        Some(n) => {
-            anyhow::ensure!(n > 0, "--files must be at least 1");
-            (docs_in(&cached_docs(&spec, n)?)?, Docs::Files)
-        }
-    };
-    let all = all_threads(a.bench.threads);
-    // Warm the page cache; the untimed first sequential run is the oracle.
-    for p in &paths {
-        std::fs::read(p)?;
-    }
+    let (paths, docs) = corpus(&a, &spec)?;
+    warm(&paths)?;
+    // The untimed first sequential run is the oracle.
     let want = run_sequential(sequential, &paths, docs)?;
-    let rt1 = Runtime::builder().threads(1).build()?;
-    let rtn = Runtime::builder().threads(all).build()?;
-    let mut last = None;
-    let mut documents = 0;
-    let times = interleaved(
-        a.bench.runs,
-        &mut [
-            &mut || {
-                checked(&want, "sequential", || {
-                    run_sequential(sequential, &paths, docs)
-                })
-            },
-            &mut || {
-                checked(&want, "ember, 1 thread", || {
-                    Ok(run_ember(&rt1, &paths, docs)?.index)
-                })
-            },
-            &mut || {
-                checked(&want, "ember, all threads", || {
-                    let b = run_ember(&rtn, &paths, docs)?;
-                    documents = b.documents;
-                    last = Some((b.stats, b.numbering));
-                    Ok(b.index)
-                })
-            },
-            &mut || {
-                checked(&want, "sequential, partitioned", || {
-                    run_sequential(sequential_partitioned, &paths, docs)
-                })
-            },
-        ],
-    )?;
-    let postings: usize = want.iter().map(|(_, ids)| ids.len()).sum();
-    Report {
-        title: format!(
-            "inverted index, {:.1} MB, {documents} documents ({}), {} words, {postings} postings",
-            spec.size as f64 / 1e6,
-            match docs {
-                Docs::Lines => "lines".to_string(),
-                Docs::Files => format!("{} files", paths.len()),
-            },
-            want.len(),
-        ),
-        amount: spec.size as f64 / 1e6,
-        unit: "MB",
-        rows: {
-            let mut rows = contender_rows("sequential (1 thread)", &times, all);
-            rows.push(("sequential, partitioned".into(), times[3]));
-            rows
-        },
-    }
-    .print();
-    if let Some((stats, numbering)) = last {
-        println!("\nember, {all} threads, phases of the last run:\n{stats}");
-        if let Some(n) = numbering {
-            println!(
+    let documents = Cell::new(0);
+    let baseline = |name: &'static str, index: Sequential| {
+        let (want, paths) = (&want, &paths);
+        Contender::new(name, move || {
+            checked(want, name, || {
+                Ok((run_sequential(index, paths, docs)?, None))
+            })
+        })
+    };
+    let ember = |rt: &Runtime| {
+        let mut numbering = None;
+        let mut m = checked(&want, &ember_name(rt.threads()), || {
+            let b = build(rt, &Input::files(&paths)?, docs, &RunOptions::default())?;
+            documents.set(b.documents);
+            numbering = b.numbering;
+            Ok((b.index, Some(b.stats)))
+        })?;
+        m.note = numbering.map(|n| {
+            format!(
                 "line numbering pass (map-only run before the index): {:.3} s",
                 n.total_secs
-            );
-        }
-    }
+            )
+        });
+        Ok(m)
+    };
+    let v = versus(
+        a.bench,
+        baseline("sequential (1 thread)", sequential),
+        ember,
+        vec![baseline("sequential, partitioned", sequential_partitioned)],
+    )?;
+    let postings: usize = want.iter().map(|(_, ids)| ids.len()).sum();
+    let shape = match docs {
+        Docs::Lines => "lines".to_string(),
+        Docs::Files => format!("{} files", paths.len()),
+    };
+    let mb = spec.size as f64 / 1e6;
+    v.print(
+        &format!(
+            "inverted index, {mb:.1} MB, {} documents ({shape}), {} words, {postings} postings",
+            documents.get(),
+            want.len(),
+        ),
+        mb,
+        "MB",
+    );
+    v.print_speedup("sequential baseline");
+    v.ember_all().print_phases("");
     Ok(())
 }

@@ -8,7 +8,8 @@ use ember_apps::kmeans;
 use crate::kmeans::{points_spec, ParamArgs};
 use crate::numeric;
 
-use super::{against_sequential, BenchArgs};
+use super::versus::against_sequential;
+use super::BenchArgs;
 
 /// `ember bench kmeans`.
 #[derive(ClapArgs)]
@@ -31,37 +32,33 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let input = numeric::open(&numeric::cached_matrix(&spec)?)?;
     let points = numeric::matrix(&input)?;
     let params = a.params.params();
+    let sequential = || Ok(kmeans::sequential(&points, params)?);
+    let want = sequential()?;
     let v = against_sequential(
         a.bench,
-        "clustering",
-        || Ok(kmeans::sequential(&points, params)?),
+        &want,
+        sequential,
         |rt| {
-            Ok(kmeans::run(
-                rt,
-                &points,
-                params,
-                &RunOptions::default(),
-                |_, _| {},
-            )?)
+            let opts = RunOptions::default();
+            Ok(kmeans::run(rt, &points, params, &opts, |_, _| {})?)
         },
+        Vec::new(),
     )?;
-    let want = &v.want;
+    let converged = if want.converged {
+        "converged"
+    } else {
+        "not converged"
+    };
     v.print(
         &format!(
-            "k-means, {} points x {} dims, {} clusters, {} iterations ({})",
-            points.rows,
-            points.cols,
-            params.clusters,
-            want.iterations,
-            if want.converged {
-                "converged"
-            } else {
-                "not converged"
-            },
+            "k-means, {} points x {} dims, {} clusters, {} iterations ({converged})",
+            points.rows, points.cols, params.clusters, want.iterations,
         ),
         (points.rows * want.iterations) as f64 / 1e6,
         "M pt-iter",
-        &format!(", summed over its {} jobs", want.iterations),
     );
+    v.print_speedup("sequential baseline");
+    v.ember_all()
+        .print_phases(&format!(", summed over its {} jobs", want.iterations));
     Ok(())
 }

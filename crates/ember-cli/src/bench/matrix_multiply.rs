@@ -1,4 +1,4 @@
-//! `ember bench matmul`: the sequential matrix multiply vs ember.
+//! `ember bench matrix-multiply`: the sequential matrix multiply vs ember.
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
@@ -8,9 +8,10 @@ use ember_apps::matrix_multiply;
 use crate::matrix_multiply::factor_spec;
 use crate::numeric;
 
-use super::{against_sequential, BenchArgs};
+use super::versus::against_sequential;
+use super::BenchArgs;
 
-/// `ember bench matmul`.
+/// `ember bench matrix-multiply`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Size of the square factors (WORKLOADS.md: two 2048 x 2048 int32
@@ -21,16 +22,19 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-/// Runs `ember bench matmul`.
+/// Runs `ember bench matrix-multiply`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let ia = numeric::open(&numeric::cached_matrix(&factor_spec(a.n, a.n, 1000, 7)?)?)?;
     let ib = numeric::open(&numeric::cached_matrix(&factor_spec(a.n, a.n, 1000, 8)?)?)?;
     let (ma, mb) = (numeric::matrix(&ia)?, numeric::matrix(&ib)?);
+    let sequential = || Ok(matrix_multiply::sequential(&ma, &mb)?);
+    let want = sequential()?;
     let v = against_sequential(
         a.bench,
-        "product",
-        || Ok(matrix_multiply::sequential(&ma, &mb)?),
+        &want,
+        sequential,
         |rt| Ok(matrix_multiply::run(rt, &ma, &mb, &RunOptions::default())?),
+        Vec::new(),
     )?;
     v.print(
         &format!(
@@ -39,7 +43,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ),
         (ma.rows * ma.cols * mb.cols) as f64 / 1e9,
         "GMAC",
-        "",
     );
+    v.print_speedup("sequential baseline");
+    v.ember_all().print_phases("");
     Ok(())
 }

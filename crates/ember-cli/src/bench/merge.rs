@@ -2,12 +2,16 @@
 //! concatenate-and-sort merge, on the sort workload (where the merge is the
 //! bottleneck, SupMR section IV), both in one run.
 
-use anyhow::{bail, Result};
+use std::cell::RefCell;
+
+use anyhow::{ensure, Result};
 use clap::Args as ClapArgs;
-use ember::{Input, MergeKind, RunOptions, Runtime, Stats};
+use ember::{Input, MergeKind, RunOptions, Runtime};
 use ember_apps::sort::{sort_order_input, SortSpec};
 
-use super::{all_threads, interleaved, median, timed, BenchArgs, Report};
+use super::harness::{measure, median, print_table, Contender, Measured, Row};
+use super::machine::all_threads;
+use super::BenchArgs;
 use crate::sort::cached_records;
 
 /// `ember bench merge`.
@@ -28,65 +32,52 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let rt = Runtime::builder()
         .threads(all_threads(a.bench.threads))
         .build()?;
-    let mut merges = [Vec::new(), Vec::new()];
-    let mut last: Option<Stats> = None;
-    let mut first_order = None;
-    let mut run = |i: usize, kind: MergeKind| {
-        let opts = RunOptions {
-            merge: Some(kind),
-            ..Default::default()
-        };
-        let mut stats = None;
-        let t = timed(|| {
-            let order = sort_order_input(&rt, &Input::bytes(data), &opts)?;
-            match &first_order {
-                None => first_order = Some(order.keys().collect::<Vec<_>>()),
-                Some(o) if !o.iter().copied().eq(order.keys()) => {
-                    bail!("the two merges ordered the records differently")
-                }
-                Some(_) => {}
-            }
-            stats = Some(order.stats);
-            Ok(())
-        })?;
-        let stats = stats.expect("set by the run");
-        merges[i].push(stats.merge_secs);
-        last = Some(stats);
-        Ok(t)
+    // The order of the first run, which every run must give again.
+    let first_order = RefCell::new(None);
+    let contender = |name: &'static str, kind: MergeKind| {
+        let (rt, first_order) = (&rt, &first_order);
+        Contender::new(name, move || {
+            let opts = RunOptions {
+                merge: Some(kind),
+                ..Default::default()
+            };
+            Measured::of(|| {
+                let order = sort_order_input(rt, &Input::bytes(data), &opts)?;
+                let mut first = first_order.borrow_mut();
+                let first = first.get_or_insert_with(|| order.keys().collect::<Vec<_>>());
+                ensure!(
+                    first.iter().copied().eq(order.keys()),
+                    "the two merges ordered the records differently"
+                );
+                Ok(Some(order.stats))
+            })
+        })
     };
-    // Both contenders call `run`, which keeps the state they share (the
-    // first order, to compare with, and the merge times).
-    let run = std::cell::RefCell::new(&mut run);
-    let times = interleaved(
+    let rows = measure(
         a.bench.runs,
-        &mut [
-            &mut || (run.borrow_mut())(0, MergeKind::ConcatSort),
-            &mut || (run.borrow_mut())(1, MergeKind::PWay),
+        vec![
+            contender("concat + parallel sort", MergeKind::ConcatSort),
+            contender("one-pass p-way merge", MergeKind::PWay),
         ],
     )?;
-    // Each list starts with the untimed warm-up run.
-    let [m0, m1] = merges.map(|m| median(m[1..].to_vec()));
-    Report {
-        title: format!(
-            "merge: sort of {} records ({:.0} MB), {} threads (whole sort job; merge phase alone, \
-             medians: concat-sort {:.3} s, p-way {:.3} s, {:.2}x)",
-            a.records,
-            data.len() as f64 / 1e6,
-            rt.threads(),
-            m0,
-            m1,
-            m0 / m1
-        ),
-        amount: data.len() as f64 / 1e6,
-        unit: "MB",
-        rows: vec![
-            ("concat + parallel sort".into(), times[0]),
-            ("one-pass p-way merge".into(), times[1]),
-        ],
-    }
-    .print();
-    if let Some(s) = &last {
-        println!("\np-way run, phases:\n{s}");
-    }
+    let merge_secs = |row: &Row| {
+        median(
+            row.runs
+                .iter()
+                .filter_map(|m| m.stats.as_ref().map(|s| s.merge_secs))
+                .collect(),
+        )
+    };
+    let (m0, m1) = (merge_secs(&rows[0]), merge_secs(&rows[1]));
+    let mb = data.len() as f64 / 1e6;
+    let title = format!(
+        "merge: sort of {} records ({mb:.0} MB), {} threads (whole sort job; merge phase alone, \
+         medians: concat-sort {m0:.3} s, p-way {m1:.3} s, {:.2}x)",
+        a.records,
+        rt.threads(),
+        m0 / m1
+    );
+    print_table(&title, mb, "MB", &rows);
+    rows[1].print_phases("");
     Ok(())
 }

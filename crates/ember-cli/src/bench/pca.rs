@@ -8,7 +8,8 @@ use ember_apps::pca;
 use crate::numeric;
 use crate::pca::matrix_spec;
 
-use super::{against_sequential, BenchArgs};
+use super::versus::against_sequential;
+use super::BenchArgs;
 
 /// `ember bench pca`.
 #[derive(ClapArgs)]
@@ -28,24 +29,24 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let spec = matrix_spec(a.rows, a.cols, 1000, 7)?;
     let input = numeric::open(&numeric::cached_matrix(&spec)?)?;
     let m = numeric::matrix(&input)?;
+    let sequential = || Ok(pca::sequential(&m)?);
+    let want = sequential()?;
     let v = against_sequential(
         a.bench,
-        "PCA",
-        || Ok(pca::sequential(&m)?),
+        &want,
+        sequential,
         |rt| Ok(pca::run(rt, &m, &RunOptions::default())?),
+        Vec::new(),
     )?;
     // Multiply-adds of the dot products of the upper triangle.
     let macs = (m.rows * (m.rows + 1) / 2 * m.cols) as f64 / 1e9;
+    let mb = m.data.len() as f64 / 1e6;
     v.print(
-        &format!(
-            "pca, {} x {} matrix ({:.1} MB)",
-            m.rows,
-            m.cols,
-            m.data.len() as f64 / 1e6
-        ),
+        &format!("pca, {} x {} matrix ({mb:.1} MB)", m.rows, m.cols),
         macs,
         "GMAC",
-        ", summed over its 2 jobs",
     );
+    v.print_speedup("sequential baseline");
+    v.ember_all().print_phases(", summed over its 2 jobs");
     Ok(())
 }

@@ -10,7 +10,7 @@
 //!   splits, 5% of them carry half the map work and finish last;
 //! - `histogram`: the RGB histogram workload on a generated BMP of about
 //!   the corpus' size (768 dense keys);
-//! - `invindex`: the inverted index workload (documents are lines) on the
+//! - `inverted-index`: the inverted index workload (documents are lines) on the
 //!   first 32 MiB of the corpus (its posting lists are joined in any order
 //!   and sorted by reduce, so it can be pipelined; `Auto` keeps the barrier,
 //!   whose append container does not build a table on the map path);
@@ -20,6 +20,7 @@
 //!   (`KeyHint::Unique`, the barrier's unique container) or not
 //!   (`offsets-unhinted`: the barrier samples and picks by repetition).
 
+use std::cell::OnceCell;
 use std::hint::black_box;
 
 use anyhow::{bail, Result};
@@ -35,7 +36,8 @@ use ember_apps::wordcount::{for_each_word, is_separator, WordCount};
 
 use crate::common::parse_size;
 
-use super::{all_threads, interleaved, median};
+use super::harness::{measure, median, Contender, Measured, Row};
+use super::machine::{all_threads, cpu_secs};
 
 /// `ember bench pipeline`.
 #[derive(ClapArgs)]
@@ -66,11 +68,11 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 19.0)]
     skew: f64,
     /// Cases to run, comma-separated: wordcount, skewed, histogram,
-    /// invindex, bytes, offsets, offsets-unhinted.
+    /// inverted-index, bytes, offsets, offsets-unhinted.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "wordcount,skewed,histogram,invindex"
+        default_value = "wordcount,skewed,histogram,inverted-index"
     )]
     cases: Vec<String>,
     /// Leave out the pipelined row with one reduce-only worker.
@@ -81,25 +83,6 @@ pub(crate) struct Args {
 /// What a case's run returns: its stats, and a digest of its output that
 /// must be the same in every mode.
 type Digest = (Stats, u64);
-
-/// CPU seconds (user and system, all threads) this process has used, from
-/// `/proc/self/stat` (in 1/100 s; 0 where there is no such file). On a
-/// shared machine this is steadier than wall time for comparing the work
-/// two modes do.
-fn cpu_secs() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    // utime and stime: the 12th and 13th fields after the command name.
-    let rest = stat.rsplit_once(')').map_or("", |r| r.1);
-    let ticks: f64 = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|x| x.parse::<f64>().ok())
-        .sum();
-    ticks / 100.0
-}
 
 /// How a case runs its workload with the given options.
 type RunCase<'a> = dyn Fn(&Runtime, &RunOptions) -> Result<Digest> + 'a;
@@ -116,8 +99,8 @@ struct Case<'a> {
     run: Box<RunCase<'a>>,
 }
 
-/// A contender: a mode and its pipeline settings.
-struct Contender {
+/// A way to run a case: a mode and its pipeline settings.
+struct Setting {
     name: &'static str,
     mode: Mode,
     pipeline: PipelineOptions,
@@ -132,14 +115,14 @@ fn count_words<J: Job<Key = Bytes, Out = u64>>(
     opts: &RunOptions,
 ) -> Result<Digest> {
     let out = rt.run_with(job, input, opts)?;
-    let mut digest = out.stats.pairs_emitted ^ out.stats.distinct_keys.rotate_left(32);
-    for (w, n) in &out.pairs {
-        for &b in w.as_bytes() {
-            digest = (digest ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-        digest = (digest ^ n).wrapping_mul(0x100_0000_01b3);
-    }
-    Ok((out.stats, digest))
+    let words = out.pairs.iter().flat_map(|(w, n)| {
+        w.as_bytes()
+            .iter()
+            .map(|&b| b as u64)
+            .chain(std::iter::once(*n))
+    });
+    let d = digest(&out.stats, words);
+    Ok((out.stats, d))
 }
 
 /// Word count whose splits from byte `heavy_from` on are costly to map:
@@ -241,6 +224,65 @@ fn calibrate(data: &[u8], skew: f64) -> Result<u32> {
     Ok(((skew * light - plain) / per_round).max(0.0).round() as u32)
 }
 
+/// The cases, with their names as `--cases` spells them.
+const CASES: &str =
+    "wordcount, skewed, histogram, inverted-index, bytes, offsets, offsets-unhinted";
+
+/// The cases `a.cases` names, on `input` (the corpus) and `image` (a BMP,
+/// when the histogram case is asked for).
+fn cases<'a>(a: &Args, input: &'a Input<'a>, image: Option<&'a [u8]>) -> Result<Vec<Case<'a>>> {
+    a.cases
+        .iter()
+        .map(|name| {
+            Ok(match name.as_str() {
+                "wordcount" => wordcount_case(input),
+                "skewed" => skewed_case(input, a.skew)?,
+                "histogram" => histogram_case(image.unwrap_or_default()),
+                // The bench's earlier name for the case.
+                "inverted-index" | "invindex" => inverted_index_case(input),
+                "bytes" => bytes_case(input),
+                "offsets" => offsets_case(input, KeyHint::Unique),
+                "offsets-unhinted" => offsets_case(input, KeyHint::Unknown),
+                other => bail!("unknown case '{other}' ({CASES})"),
+            })
+        })
+        .collect()
+}
+
+/// The settings every case runs with: the barrier (the first, which the
+/// others are compared with), pipelined, and pipelined with one
+/// reduce-only worker (unless left out, or there is only one thread).
+fn settings(a: &Args, threads: usize) -> Vec<Setting> {
+    let pipeline = PipelineOptions {
+        buffer_bytes: a.buffer.map(|b| b as usize),
+        combine: a.combine,
+        ..Default::default()
+    };
+    let mut settings = vec![
+        Setting {
+            name: "barrier",
+            mode: Mode::Barrier,
+            pipeline: pipeline.clone(),
+        },
+        Setting {
+            name: "pipelined",
+            mode: Mode::Pipelined,
+            pipeline: pipeline.clone(),
+        },
+    ];
+    if threads > 1 && !a.no_dedicated {
+        settings.push(Setting {
+            name: "pipelined, 1 reduce-only",
+            mode: Mode::Pipelined,
+            pipeline: PipelineOptions {
+                dedicated_reducers: 1,
+                ..pipeline
+            },
+        });
+    }
+    settings
+}
+
 /// Runs `ember bench pipeline`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = TextSpec {
@@ -259,50 +301,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
         .any(|c| c == "histogram")
         .then(|| bmp_of_size(a.size))
         .transpose()?;
-    let mut cases = Vec::new();
-    for name in &a.cases {
-        cases.push(match name.as_str() {
-            "wordcount" => wordcount_case(&input),
-            "skewed" => skewed_case(&input, a.skew)?,
-            "histogram" => histogram_case(image.as_deref().unwrap_or_default()),
-            "invindex" => invindex_case(&input),
-            "bytes" => bytes_case(&input),
-            "offsets" => offsets_case(&input, KeyHint::Unique),
-            "offsets-unhinted" => offsets_case(&input, KeyHint::Unknown),
-            other => bail!(
-                "unknown case '{other}' (wordcount, skewed, histogram, invindex, bytes, \
-                 offsets, offsets-unhinted)"
-            ),
-        });
-    }
-    let pipeline = PipelineOptions {
-        buffer_bytes: a.buffer.map(|b| b as usize),
-        combine: a.combine,
-        ..Default::default()
-    };
-    let mut contenders = vec![
-        Contender {
-            name: "barrier",
-            mode: Mode::Barrier,
-            pipeline: pipeline.clone(),
-        },
-        Contender {
-            name: "pipelined",
-            mode: Mode::Pipelined,
-            pipeline: pipeline.clone(),
-        },
-    ];
-    if threads > 1 && !a.no_dedicated {
-        contenders.push(Contender {
-            name: "pipelined, 1 reduce-only",
-            mode: Mode::Pipelined,
-            pipeline: PipelineOptions {
-                dedicated_reducers: 1,
-                ..pipeline.clone()
-            },
-        });
-    }
-
+    let cases = cases(&a, &input, image.as_deref())?;
+    let settings = settings(&a, threads);
     println!(
         "barrier vs pipelined map/reduce, {threads} threads, median of {} runs",
         a.runs.max(1)
@@ -324,99 +324,100 @@ pub(crate) fn run(a: Args) -> Result<()> {
     );
     let mut details = Vec::new();
     for case in &cases {
-        let opts = |c: &Contender| RunOptions {
-            mode: Some(c.mode),
-            pipeline: c.pipeline.clone(),
-            split_size: case.split_size,
-            top: Some(20),
-            ..Default::default()
-        };
-        let mut results: Vec<Vec<(Digest, f64)>> = vec![Vec::new(); contenders.len()];
-        let mut closures: Vec<Box<dyn FnMut() -> Result<f64> + '_>> = Vec::new();
-        for (c, out) in contenders.iter().zip(results.iter_mut()) {
-            let o = opts(c);
-            let rt = &rt;
-            let run = &case.run;
-            closures.push(Box::new(move || {
-                let cpu = cpu_secs();
-                let d = run(rt, &o)?;
-                let t = d.0.total_secs;
-                out.push((d, cpu_secs() - cpu));
-                Ok(t)
-            }));
-        }
-        let mut refs: Vec<&mut dyn FnMut() -> Result<f64>> =
-            closures.iter_mut().map(|c| &mut **c as _).collect();
-        let times: Vec<f64> = interleaved(Some(a.runs), &mut refs)?
-            .iter()
-            .map(|t| t.median)
-            .collect();
-        drop(refs);
-        drop(closures);
-        let digest = results[0][0].0 .1;
-        for (c, r) in contenders.iter().zip(&results) {
-            if r.iter().any(|d| d.0 .1 != digest) {
-                bail!(
-                    "{}: {} gave a different output than barrier",
-                    case.name,
-                    c.name
-                );
-            }
-        }
-        for ((c, r), &t) in contenders.iter().zip(&results).zip(&times) {
-            // The stats of the run closest to the median time.
-            let off = |z: &(Digest, f64)| (z.0 .0.total_secs - t).abs();
-            let s = &r
-                .iter()
-                .min_by(|x, y| off(x).total_cmp(&off(y)))
-                .expect("at least one run")
-                .0
-                 .0;
-            // The first run is the untimed warm-up.
-            let cpu = median(r[1..].iter().map(|x| x.1).collect());
-            let (batches, peak) = s
-                .pipeline
-                .as_ref()
-                .map_or((String::new(), String::new()), |p| {
-                    (
-                        p.batches.to_string(),
-                        format!("{:.1}", p.peak_buffered_bytes as f64 / (1 << 20) as f64),
-                    )
-                });
-            println!(
-                "{:<16} {:<25} {:>8.3} {:>6.2} {:>8.1} {:>6.2}x {:>7.3} {:>7.3} {:>7.3} {:>5.1}% {:>8} {:>8}",
-                case.name,
-                c.name,
-                t,
-                cpu,
-                case.bytes as f64 / 1e6 / t,
-                times[0] / t,
-                s.map_secs,
-                s.reduce_secs,
-                s.merge_secs,
-                100.0 * s.utilization,
-                batches,
-                peak
-            );
-            details.push((format!("{}, {}", case.name, c.name), s.clone()));
-        }
-        let auto = (case.run)(
-            &rt,
-            &RunOptions {
-                split_size: case.split_size,
-                top: Some(20),
-                ..Default::default()
-            },
-        )?;
-        println!(
-            "{:<16} auto picks {}: {}",
-            case.name, auto.0.mode, auto.0.mode_reason
-        );
+        details.extend(bench_case(&rt, case, &settings, a.runs)?);
     }
     for (name, s) in details {
         println!("\n{name}, phases of the median run:\n{s}");
     }
     Ok(())
+}
+
+/// Runs `case` in every setting (interleaved), checks that all give the
+/// barrier's output, prints a row per setting and the mode `Auto` picks;
+/// returns each setting's stats of its median run.
+fn bench_case(
+    rt: &Runtime,
+    case: &Case<'_>,
+    settings: &[Setting],
+    runs: usize,
+) -> Result<Vec<(String, Stats)>> {
+    let opts = |mode: Option<Mode>, pipeline: PipelineOptions| RunOptions {
+        mode,
+        pipeline,
+        split_size: case.split_size,
+        top: Some(20),
+        ..Default::default()
+    };
+    // The barrier's output (its warm-up runs first), which all must give.
+    let first = OnceCell::new();
+    let contenders = settings
+        .iter()
+        .map(|set| {
+            let (opts, first) = (opts(Some(set.mode), set.pipeline.clone()), &first);
+            Contender::new(set.name, move || {
+                let mut digest = 0;
+                let mut m = Measured::of(|| {
+                    let (stats, d) = (case.run)(rt, &opts)?;
+                    digest = d;
+                    Ok(Some(stats))
+                })?;
+                if *first.get_or_init(|| digest) != digest {
+                    bail!(
+                        "{}: {} gave a different output than barrier",
+                        case.name,
+                        set.name
+                    );
+                }
+                // The job's own time, without the digest.
+                m.secs = m.stats.as_ref().map_or(m.secs, |s| s.total_secs);
+                Ok(m)
+            })
+        })
+        .collect();
+    let rows = measure(Some(runs), contenders)?;
+    let mut details = Vec::new();
+    for row in &rows {
+        let s = row.median_run().stats.clone().expect("an ember run");
+        print_row(case, row, &s, rows[0].timing.median);
+        details.push((format!("{}, {}", case.name, row.name), s));
+    }
+    let auto = (case.run)(rt, &opts(None, PipelineOptions::default()))?;
+    println!(
+        "{:<16} auto picks {}: {}",
+        case.name, auto.0.mode, auto.0.mode_reason
+    );
+    Ok(details)
+}
+
+/// Prints a setting's row: `s` is its median run's stats, `barrier` the
+/// barrier's median time.
+fn print_row(case: &Case<'_>, row: &Row, s: &Stats, barrier: f64) {
+    let t = row.timing.median;
+    let cpu = median(row.runs.iter().map(|m| m.cpu).collect());
+    let (batches, peak) = s
+        .pipeline
+        .as_ref()
+        .map_or((String::new(), String::new()), |p| {
+            (
+                p.batches.to_string(),
+                format!("{:.1}", p.peak_buffered_bytes as f64 / (1 << 20) as f64),
+            )
+        });
+    println!(
+        "{:<16} {:<25} {:>8.3} {:>6.2} {:>8.1} {:>6.2}x {:>7.3} {:>7.3} {:>7.3} {:>5.1}% {:>8} {:>8}",
+        case.name,
+        row.name,
+        t,
+        cpu,
+        case.bytes as f64 / 1e6 / t,
+        barrier / t,
+        s.map_secs,
+        s.reduce_secs,
+        s.merge_secs,
+        100.0 * s.utilization,
+        batches,
+        peak
+    );
 }
 
 fn wordcount_case<'a>(input: &'a Input<'a>) -> Case<'a> {
@@ -526,12 +527,11 @@ where
     K: ember::Key + Into<u64> + Copy,
 {
     let out = rt.run_with(job, input, opts)?;
-    let mut digest = out.stats.pairs_emitted ^ out.stats.distinct_keys.rotate_left(32);
-    for &(k, n) in &out.pairs {
-        digest = (digest ^ k.into()).wrapping_mul(0x100_0000_01b3);
-        digest = (digest ^ n).wrapping_mul(0x100_0000_01b3);
-    }
-    Ok((out.stats, digest))
+    let d = digest(
+        &out.stats,
+        out.pairs.iter().flat_map(|&(k, n)| [k.into(), n]),
+    );
+    Ok((out.stats, d))
 }
 
 fn bytes_case<'a>(input: &'a Input<'a>) -> Case<'a> {
@@ -589,13 +589,13 @@ fn histogram_case(file: &[u8]) -> Case<'_> {
 }
 
 /// Bytes of the corpus the inverted index case indexes.
-const INVINDEX_BYTES: usize = 32 << 20;
+const INVERTED_INDEX_BYTES: usize = 32 << 20;
 
-fn invindex_case<'a>(input: &'a Input<'a>) -> Case<'a> {
+fn inverted_index_case<'a>(input: &'a Input<'a>) -> Case<'a> {
     let data = input.part_bytes(0);
-    let data = &data[..data.len().min(INVINDEX_BYTES)];
+    let data = &data[..data.len().min(INVERTED_INDEX_BYTES)];
     Case {
-        name: "invindex".into(),
+        name: "inverted-index".into(),
         bytes: data.len() as u64,
         split_size: None,
         run: Box::new(move |rt, opts| {

@@ -8,14 +8,17 @@
 use std::cell::RefCell;
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::{ensure, Result};
 use clap::Args as ClapArgs;
-use ember::{Input, RunOptions, Runtime, Stats};
+use ember::{Input, RunOptions, Runtime};
 use ember_apps::sort::{parallel_sort_into, sequential_into, sort_order, SortSpec, RECORD_LEN};
 
 use crate::sort::cached_records;
 
-use super::{all_threads, contender_rows, interleaved, timed, BenchArgs, Report};
+use super::harness::{Contender, Measured};
+use super::machine::all_threads;
+use super::versus::{ember_name, versus};
+use super::BenchArgs;
 
 /// `ember bench sort`.
 #[derive(ClapArgs)]
@@ -32,16 +35,11 @@ pub(crate) struct Args {
 
 /// Checks a contender's output against the sequential sort's.
 fn verify(want: &[u8], got: &[u8], what: &str) -> Result<()> {
-    if got != want {
-        bail!("{what}: the output differs from the sequential sort's");
-    }
+    ensure!(
+        got == want,
+        "{what}: the output differs from the sequential sort's"
+    );
     Ok(())
-}
-
-/// One ember run: its time split into the run and the gather.
-struct EmberRun {
-    stats: Stats,
-    gather_secs: f64,
 }
 
 /// Runs `ember bench sort`.
@@ -51,78 +49,58 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let all = all_threads(a.bench.threads);
     // Warm the mapping; the untimed first sequential run is the oracle.
     let want = ember_apps::sort::sequential(data)?;
-    let rt1 = Runtime::builder().threads(1).build()?;
-    let rtn = Runtime::builder().threads(all).build()?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(all).build()?;
     let out = RefCell::new(want.clone());
     let mut recs = Vec::with_capacity(data.len() / RECORD_LEN);
-    let ember = |rt: &Runtime, what: &str| -> Result<(f64, EmberRun)> {
+    let sequential = Contender::new("sequential (1 thread)", || {
         let mut out = out.borrow_mut();
-        let mut run = None;
-        let t = timed(|| {
+        let m = Measured::of(|| {
+            sequential_into(data, &mut out)?;
+            Ok(None)
+        })?;
+        verify(&want, &out, "sequential")?;
+        Ok(m)
+    });
+    let ember = |rt: &Runtime| {
+        let mut out = out.borrow_mut();
+        let mut gather = 0.0;
+        let mut m = Measured::of(|| {
             let order = sort_order(rt, data, &RunOptions::default())?;
             let g = Instant::now();
             order.gather_into(data, rt.threads(), &mut out);
-            run = Some(EmberRun {
-                stats: order.stats,
-                gather_secs: g.elapsed().as_secs_f64(),
-            });
-            Ok(())
+            gather = g.elapsed().as_secs_f64();
+            Ok(Some(order.stats))
         })?;
-        verify(&want, &out, what)?;
-        Ok((t, run.expect("set by the run")))
+        verify(&want, &out, &ember_name(rt.threads()))?;
+        m.note = Some(format!(
+            "gather    {gather:>10.3} s  (records copied in key order, after the run)"
+        ));
+        Ok(m)
     };
-    let (mut last1, mut lastn) = (None, None);
-    let times = interleaved(
-        a.bench.runs,
-        &mut [
-            &mut || {
-                let mut out = out.borrow_mut();
-                let t = timed(|| Ok(sequential_into(data, &mut out)?))?;
-                verify(&want, &out, "sequential")?;
-                Ok(t)
-            },
-            &mut || {
-                let (t, run) = ember(&rt1, "ember, 1 thread")?;
-                last1 = Some(run);
-                Ok(t)
-            },
-            &mut || {
-                let (t, run) = ember(&rtn, "ember, all threads")?;
-                lastn = Some(run);
-                Ok(t)
-            },
-            &mut || {
-                let t = timed(|| Ok(parallel_sort_into(data, &pool, &mut recs)?))?;
-                verify(&want, recs.as_flattened(), "rayon par_sort")?;
-                Ok(t)
-            },
-        ],
-    )?;
-    Report {
-        title: format!(
-            "sort, {} records of {RECORD_LEN} bytes ({:.1} MB)",
-            a.records,
-            data.len() as f64 / 1e6,
+    let rayon = Contender::new(format!("rayon par_sort, {all} threads"), || {
+        let m = Measured::of(|| {
+            parallel_sort_into(data, &pool, &mut recs)?;
+            Ok(None)
+        })?;
+        verify(&want, recs.as_flattened(), "rayon par_sort")?;
+        Ok(m)
+    });
+    let v = versus(a.bench, sequential, ember, vec![rayon])?;
+    let mb = data.len() as f64 / 1e6;
+    v.print(
+        &format!(
+            "sort, {} records of {RECORD_LEN} bytes ({mb:.1} MB)",
+            a.records
         ),
-        amount: data.len() as f64 / 1e6,
-        unit: "MB",
-        rows: {
-            let mut rows = contender_rows("sequential (1 thread)", &times, all);
-            rows.push((format!("rayon par_sort, {all} threads"), times[3]));
-            rows
-        },
-    }
-    .print();
-    for (n, last) in [(1, last1), (all, lastn)] {
-        if let Some(r) = last {
-            println!(
-                "\nember, {n} thread(s), phases of the last run (map: keys extracted and routed to \
-                 sampled key ranges; reduce: each range sorted; merge: the ranges in order):\n{}\n\
-                 gather    {:>10.3} s  (records copied in key order, after the run)",
-                r.stats, r.gather_secs
-            );
-        }
+        mb,
+        "MB",
+    );
+    v.print_speedup("sequential baseline");
+    for row in [v.ember_one(), v.ember_all()] {
+        row.print_phases(
+            " (map: keys extracted and routed to sampled key ranges; reduce: each range \
+             sorted; merge: the ranges in order)",
+        );
     }
     Ok(())
 }

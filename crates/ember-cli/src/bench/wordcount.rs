@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use clap::Args as ClapArgs;
 use ember::{Input, RunOptions, Runtime};
 use ember_apps::text::TextSpec;
@@ -11,7 +11,9 @@ use ember_apps::wordcount::WordCount;
 
 use crate::common::{cache_dir, parse_size};
 
-use super::{all_threads, contender_rows, interleaved, timed, BenchArgs, Report};
+use super::harness::{Contender, Measured};
+use super::versus::{versus, warm};
+use super::BenchArgs;
 
 /// `ember bench wordcount`.
 #[derive(ClapArgs)]
@@ -69,14 +71,29 @@ fn run_c(bin: &Path, file: &Path) -> Result<(u64, u64)> {
     }
 }
 
-/// Runs ember once, input mapping included.
-fn run_ember(rt: &Runtime, file: &Path) -> Result<ember::Stats> {
-    let input = Input::file(file)?;
-    let opts = RunOptions {
-        top: Some(20),
-        ..Default::default()
-    };
-    Ok(rt.run_with(&WordCount::by_count(), &input, &opts)?.stats)
+/// Runs ember once, input mapping included, and checks its counts against
+/// the C reference's `(total words, distinct words)`.
+fn run_ember(rt: &Runtime, file: &Path, want: (u64, u64)) -> Result<Measured> {
+    let measured = Measured::of(|| {
+        let input = Input::file(file)?;
+        let opts = RunOptions {
+            top: Some(20),
+            ..Default::default()
+        };
+        Ok(Some(
+            rt.run_with(&WordCount::by_count(), &input, &opts)?.stats,
+        ))
+    })?;
+    let s = measured.stats.as_ref().expect("an ember run");
+    ensure!(
+        (s.pairs_emitted, s.distinct_keys) == want,
+        "ember counted {} words / {} distinct, the C reference {} / {}",
+        s.pairs_emitted,
+        s.distinct_keys,
+        want.0,
+        want.1
+    );
+    Ok(measured)
 }
 
 /// Runs `ember bench wordcount`.
@@ -87,56 +104,23 @@ pub(crate) fn run(a: Args) -> Result<()> {
     };
     let file = crate::gen::cached_text(&spec)?;
     let bin = build_wc_baseline()?;
-    let all = all_threads(a.bench.threads);
-    // Warm the page cache so every contender reads from memory.
-    std::fs::read(&file)?;
-
-    let rt1 = Runtime::builder().threads(1).build()?;
-    let rtn = Runtime::builder().threads(all).build()?;
+    warm(&[&file])?;
     // The C reference's counts, which every ember run must match.
-    let c_counts = run_c(&bin, &file)?;
-    let mut last = None;
-    let check = |s: &ember::Stats, c: (u64, u64)| -> Result<()> {
-        if (s.pairs_emitted, s.distinct_keys) != c {
-            bail!(
-                "ember counted {} words / {} distinct, the C reference {} / {}",
-                s.pairs_emitted,
-                s.distinct_keys,
-                c.0,
-                c.1
-            );
-        }
-        Ok(())
-    };
-    let times = interleaved(
-        a.bench.runs,
-        &mut [
-            &mut || timed(|| run_c(&bin, &file).map(drop)),
-            &mut || timed(|| check(&run_ember(&rt1, &file)?, c_counts)),
-            &mut || {
-                timed(|| {
-                    let s = run_ember(&rtn, &file)?;
-                    check(&s, c_counts)?;
-                    last = Some(s);
-                    Ok(())
-                })
-            },
-        ],
-    )?;
-    Report {
-        title: format!(
-            "word count, {:.1} MB ({} words, {} distinct)",
-            spec.size as f64 / 1e6,
-            c_counts.0,
-            c_counts.1,
+    let want = run_c(&bin, &file)?;
+    let c = Contender::new("C reference (1 thread)", || {
+        Measured::of(|| run_c(&bin, &file).map(|_| None))
+    });
+    let v = versus(a.bench, c, |rt| run_ember(rt, &file, want), Vec::new())?;
+    let mb = spec.size as f64 / 1e6;
+    v.print(
+        &format!(
+            "word count, {mb:.1} MB ({} words, {} distinct)",
+            want.0, want.1
         ),
-        amount: spec.size as f64 / 1e6,
-        unit: "MB",
-        rows: contender_rows("C reference (1 thread)", &times, all),
-    }
-    .print();
-    if let Some(s) = last {
-        println!("\nember, {all} threads, phases of the last run:\n{s}");
-    }
+        mb,
+        "MB",
+    );
+    v.print_speedup("C reference");
+    v.ember_all().print_phases("");
     Ok(())
 }

@@ -1,0 +1,61 @@
+//! `ember bench linear-regression`: ember vs the sequential linear
+//! regression and a plain memory read of the points.
+
+use anyhow::Result;
+use clap::Args as ClapArgs;
+use ember::{Input, RunOptions};
+use ember_apps::linear_regression::{self, PointsSpec};
+
+use super::machine::all_threads;
+use super::versus::{against_sequential, memory_read, warm};
+use super::BenchArgs;
+use crate::common::parse_size;
+
+/// `ember bench linear-regression`.
+#[derive(ClapArgs)]
+#[command(mut_arg("threads", |a| a.help(
+    "Threads for the \"all threads\" rows (default: all CPUs)"
+)))]
+pub(crate) struct Args {
+    /// Points file size (WORKLOADS.md: 500 MiB).
+    #[arg(long, value_parser = parse_size, default_value = "500MiB")]
+    size: u64,
+    #[command(flatten)]
+    bench: BenchArgs,
+}
+
+/// Runs `ember bench linear-regression`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let spec = PointsSpec {
+        size: a.size,
+        ..PointsSpec::default()
+    };
+    let file = crate::linear_regression::cached(spec)?;
+    let bytes = warm(&[&file])?;
+    let sequential = || {
+        Ok(linear_regression::sequential(
+            Input::file(&file)?.part_bytes(0),
+        )?)
+    };
+    let want = sequential()?;
+    let v = against_sequential(
+        a.bench,
+        &want,
+        sequential,
+        |rt| crate::linear_regression::sums(rt, &file, ember::Ingest::Mmap, &RunOptions::default()),
+        memory_read(&file, all_threads(a.bench.threads)),
+    )?;
+    v.print(
+        &format!(
+            "linear regression, {:.1} MB ({} points)",
+            spec.size as f64 / 1e6,
+            want.n
+        ),
+        bytes as f64 / 1e6,
+        "MB",
+    );
+    v.print_speedup("sequential baseline");
+    v.print_memory_share(bytes);
+    v.ember_all().print_phases("");
+    Ok(())
+}

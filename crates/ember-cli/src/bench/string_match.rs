@@ -1,0 +1,62 @@
+//! `ember bench string-match`: ember vs the sequential string match.
+
+use anyhow::Result;
+use clap::Args as ClapArgs;
+use ember::{Input, RunOptions};
+use ember_apps::string_match::{self, KeysSpec, Targets};
+
+use super::versus::{against_sequential, warm};
+use super::BenchArgs;
+use crate::common::parse_size;
+
+/// `ember bench string-match`.
+#[derive(ClapArgs)]
+pub(crate) struct Args {
+    /// Keys file size (WORKLOADS.md: 256 MiB).
+    #[arg(long, value_parser = parse_size, default_value = "256MiB")]
+    size: u64,
+    #[command(flatten)]
+    bench: BenchArgs,
+}
+
+/// Runs `ember bench string-match`: looks for the planted words and one
+/// word that is not there.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let spec = KeysSpec {
+        size: a.size,
+        ..KeysSpec::default()
+    };
+    let file = crate::string_match::cached(&spec)?;
+    let bytes = warm(&[&file])?;
+    let mut words = spec.plant.clone();
+    words.push("notplantedanywhere".into());
+    let targets = Targets::new(&words)?;
+    let sequential = || {
+        let input = Input::file(&file)?;
+        Ok(string_match::sequential(input.part_bytes(0), &targets))
+    };
+    let want = sequential()?;
+    let v = against_sequential(
+        a.bench,
+        &want,
+        sequential,
+        |rt| {
+            let opts = RunOptions::default();
+            crate::string_match::search(rt, &file, ember::Ingest::Mmap, &targets, &opts)
+        },
+        Vec::new(),
+    )?;
+    let found: usize = want.iter().map(Vec::len).sum();
+    v.print(
+        &format!(
+            "string match, {:.1} MB keys, {} targets, {found} matching lines",
+            spec.size as f64 / 1e6,
+            words.len()
+        ),
+        bytes as f64 / 1e6,
+        "MB",
+    );
+    v.print_speedup("sequential baseline");
+    v.ember_all().print_phases("");
+    Ok(())
+}
