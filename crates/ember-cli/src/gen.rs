@@ -19,9 +19,11 @@ pub(crate) enum Gen {
     /// A 24-bit BMP of pseudo-random pixels (histogram).
     Histogram(crate::histogram::GenArgs),
     /// Points as pairs of signed bytes around y = x/2 + 20 (linear regression).
-    Linreg(crate::linear_regression::GenArgs),
+    #[command(alias = "linreg")]
+    LinearRegression(crate::linear_regression::GenArgs),
     /// A keys file, one random word per line, target words planted (string match).
-    Strmatch(crate::string_match::GenArgs),
+    #[command(alias = "strmatch")]
+    StringMatch(crate::string_match::GenArgs),
     /// Text cut into N document files at line boundaries (inverted index).
     Docs(crate::inverted_index::DocsArgs),
     /// 100-byte records with random 10-byte keys, gensort layout (sort).
@@ -31,7 +33,8 @@ pub(crate) enum Gen {
     /// PCA matrix: uniform integer values (an ember matrix file).
     Pca(crate::pca::GenArgs),
     /// A matrix-multiply factor: uniform integer values (an ember matrix file).
-    Matmul(crate::matrix_multiply::GenArgs),
+    #[command(alias = "matmul")]
+    MatrixMultiply(crate::matrix_multiply::GenArgs),
 }
 
 /// `ember gen text`.
@@ -79,13 +82,13 @@ pub(crate) fn run(g: Gen) -> Result<()> {
             genfile::write_file(&a.out, spec.size, "generating text", &write)
         }
         Gen::Histogram(a) => crate::histogram::gen(a),
-        Gen::Linreg(a) => crate::linear_regression::gen(a),
-        Gen::Strmatch(a) => crate::string_match::gen(a),
+        Gen::LinearRegression(a) => crate::linear_regression::gen(a),
+        Gen::StringMatch(a) => crate::string_match::gen(a),
         Gen::Docs(a) => crate::inverted_index::gen(a),
         Gen::Sort(a) => crate::sort::gen(a),
         Gen::Kmeans(a) => crate::kmeans::gen(a),
         Gen::Pca(a) => crate::pca::gen(a),
-        Gen::Matmul(a) => crate::matrix_multiply::gen(a),
+        Gen::MatrixMultiply(a) => crate::matrix_multiply::gen(a),
     }
 }
 

@@ -82,10 +82,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             .iter()
             .map(|&k| {
                 let (rt, input) = (&rt, &input);
-                let opts = RunOptions {
-                    container: Some(k),
-                    ..Default::default()
-                };
+                let opts = RunOptions::default().container(k);
                 Contender::new(k.name(), move || {
                     Measured::of(|| Ok(Some(build(rt, input, Docs::Lines, &opts)?.stats)))
                 })
@@ -105,7 +102,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         let s = auto.last().stats.as_ref().expect("an ember run");
         println!(
             "  {} ({}/{}), {:.2}x",
-            s.container,
+            s.plan.container,
             s.predicted_keys_per_worker
                 .map_or("-".into(), |p| p.to_string()),
             s.actual_keys_per_worker,

@@ -226,11 +226,9 @@ fn chunked(rt: &Runtime, work: Work, file: &Path, rate: f64, a: &Args) -> Result
             },
         ),
     };
-    let opts = RunOptions {
-        chunk_size: Some(a.chunk_size as usize),
-        chunk_buffers: Some(a.chunk_buffers),
-        ..Default::default()
-    };
+    let opts = RunOptions::default()
+        .chunk_size(a.chunk_size as usize)
+        .chunk_buffers(a.chunk_buffers);
     let done = work.run(rt, &input, &opts, &kept)?;
     let total = t0.elapsed().as_secs_f64();
     Ok(Row {

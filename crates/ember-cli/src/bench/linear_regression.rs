@@ -42,7 +42,14 @@ pub(crate) fn run(a: Args) -> Result<()> {
         a.bench,
         &want,
         sequential,
-        |rt| crate::linear_regression::sums(rt, &file, ember::Ingest::Mmap, &RunOptions::default()),
+        |rt| {
+            crate::linear_regression::sums(
+                rt,
+                &file,
+                ember::tune::Ingest::Mmap,
+                &RunOptions::default(),
+            )
+        },
         memory_read(&file, all_threads(a.bench.threads)),
     )?;
     v.print(

@@ -6,7 +6,8 @@ use std::cell::RefCell;
 
 use anyhow::{ensure, Result};
 use clap::Args as ClapArgs;
-use ember::{Input, MergeKind, RunOptions, Runtime};
+use ember::tune::MergeKind;
+use ember::{Input, RunOptions, Runtime};
 use ember_apps::sort::{sort_order_input, SortSpec};
 
 use super::harness::{measure, median, print_table, Contender, Measured, Row};
@@ -37,10 +38,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let contender = |name: &'static str, kind: MergeKind| {
         let (rt, first_order) = (&rt, &first_order);
         Contender::new(name, move || {
-            let opts = RunOptions {
-                merge: Some(kind),
-                ..Default::default()
-            };
+            let opts = RunOptions::default().merge(kind);
             Measured::of(|| {
                 let order = sort_order_input(rt, &Input::bytes(data), &opts)?;
                 let mut first = first_order.borrow_mut();

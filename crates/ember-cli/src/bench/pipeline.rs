@@ -25,10 +25,8 @@ use std::hint::black_box;
 
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
-use ember::{
-    Bytes, Emit, Input, Job, KeyHint, Mode, PipelineOptions, Records, RunOptions, Runtime, Split,
-    Stats, Sum,
-};
+use ember::tune::{Mode, PipelineOptions};
+use ember::{Bytes, Emit, Input, Job, KeyHint, Records, RunOptions, Runtime, Split, Stats, Sum};
 use ember_apps::histogram;
 use ember_apps::inverted_index::{self, Docs};
 use ember_apps::text::TextSpec;
@@ -179,11 +177,7 @@ impl Job for Skewed {
 /// runs).
 fn map_cost(job: &Skewed, input: &Input<'_>) -> Result<f64> {
     let rt = Runtime::builder().threads(1).build()?;
-    let opts = RunOptions {
-        mode: Some(Mode::Barrier),
-        top: Some(1),
-        ..Default::default()
-    };
+    let opts = RunOptions::default().mode(Mode::Barrier).top(1);
     let times: Vec<f64> = (0..3)
         .map(|_| {
             let cpu = cpu_secs();
@@ -253,11 +247,9 @@ fn cases<'a>(a: &Args, input: &'a Input<'a>, image: Option<&'a [u8]>) -> Result<
 /// others are compared with), pipelined, and pipelined with one
 /// reduce-only worker (unless left out, or there is only one thread).
 fn settings(a: &Args, threads: usize) -> Vec<Setting> {
-    let pipeline = PipelineOptions {
-        buffer_bytes: a.buffer.map(|b| b as usize),
-        combine: a.combine,
-        ..Default::default()
-    };
+    let pipeline = PipelineOptions::default()
+        .buffer_bytes(a.buffer.map(|b| b as usize))
+        .combine(a.combine);
     let mut settings = vec![
         Setting {
             name: "barrier",
@@ -274,10 +266,7 @@ fn settings(a: &Args, threads: usize) -> Vec<Setting> {
         settings.push(Setting {
             name: "pipelined, 1 reduce-only",
             mode: Mode::Pipelined,
-            pipeline: PipelineOptions {
-                dedicated_reducers: 1,
-                ..pipeline
-            },
+            pipeline: pipeline.dedicated_reducers(1),
         });
     }
     settings
@@ -341,12 +330,12 @@ fn bench_case(
     settings: &[Setting],
     runs: usize,
 ) -> Result<Vec<(String, Stats)>> {
-    let opts = |mode: Option<Mode>, pipeline: PipelineOptions| RunOptions {
-        mode,
-        pipeline,
-        split_size: case.split_size,
-        top: Some(20),
-        ..Default::default()
+    let opts = |mode: Option<Mode>, pipeline: PipelineOptions| {
+        RunOptions::default()
+            .mode(mode)
+            .pipeline(pipeline)
+            .split_size(case.split_size)
+            .top(20)
     };
     // The barrier's output (its warm-up runs first), which all must give.
     let first = OnceCell::new();
@@ -384,7 +373,7 @@ fn bench_case(
     let auto = (case.run)(rt, &opts(None, PipelineOptions::default()))?;
     println!(
         "{:<16} auto picks {}: {}",
-        case.name, auto.0.mode, auto.0.mode_reason
+        case.name, auto.0.plan.mode, auto.0.plan.mode_reason
     );
     Ok(details)
 }

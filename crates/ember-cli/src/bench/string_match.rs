@@ -42,7 +42,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         sequential,
         |rt| {
             let opts = RunOptions::default();
-            crate::string_match::search(rt, &file, ember::Ingest::Mmap, &targets, &opts)
+            crate::string_match::search(rt, &file, ember::tune::Ingest::Mmap, &targets, &opts)
         },
         Vec::new(),
     )?;

@@ -76,10 +76,7 @@ fn run_c(bin: &Path, file: &Path) -> Result<(u64, u64)> {
 fn run_ember(rt: &Runtime, file: &Path, want: (u64, u64)) -> Result<Measured> {
     let measured = Measured::of(|| {
         let input = Input::file(file)?;
-        let opts = RunOptions {
-            top: Some(20),
-            ..Default::default()
-        };
+        let opts = RunOptions::default().top(20);
         Ok(Some(
             rt.run_with(&WordCount::by_count(), &input, &opts)?.stats,
         ))
