@@ -324,7 +324,7 @@ impl Runtime {
                         start: s.start + a,
                         end: s.start + b,
                     })
-                });
+                })?;
             }
             let sample_bytes: usize = sample_splits.iter().map(|s| s.end - s.start).sum();
             let fraction = sample_bytes as f64 / input.len().max(1) as f64;
@@ -729,7 +729,7 @@ impl Runtime {
             .split_size
             .or(self.split_size)
             .unwrap_or_else(|| default_split_size(input.len(), self.threads()));
-        Ok(plan_splits(input, records, split_size, self.threads()))
+        plan_splits(input, records, split_size, self.threads())
     }
 
     /// The map loop shared by every kind of run: each worker makes its own
@@ -817,7 +817,7 @@ impl Runtime {
             if chunk.segments.is_empty() {
                 break;
             }
-            let splits = plan_chunk(&chunk, records, target);
+            let splits = plan_chunk(&chunk, records, target)?;
             let bytes: usize = chunk.segments.iter().map(|s| s.end - s.start).sum();
             let previous = Mutex::new(std::mem::take(&mut workers));
             let map_start = Instant::now();
