@@ -30,13 +30,18 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::error::{Error, Phase, Result};
-use crate::input::{catch_split, plan_slice, Stream};
+use crate::input::{catch_split, custom_boundary, plan_slice, Stream};
 use crate::job::Records;
 
 /// Default bytes per ingest chunk.
 pub const DEFAULT_CHUNK_SIZE: usize = 64 << 20;
 /// Default number of chunk buffers (double buffering).
 pub const DEFAULT_CHUNK_BUFFERS: usize = 2;
+/// The largest step by which a chunk of `Records::Custom` records is walked
+/// to find its last boundary (the records of the last step are then walked
+/// one by one): one call of the job's function per step, and per record
+/// only near the chunk's end.
+const CUSTOM_STEP: usize = 64 << 10;
 
 /// A run of one part's bytes inside a chunk.
 #[derive(Debug, Clone, Copy)]
@@ -190,6 +195,22 @@ fn last_boundary(seg: &[u8], records: Records, offset: u64) -> Option<usize> {
             Some((end - end % n).saturating_sub(offset) as usize)
         }
         Records::Whole => None,
+        Records::Custom(next) => {
+            // Forward from the segment's start, the one place a record is
+            // known to begin: in steps of up to CUSTOM_STEP bytes, then
+            // record by record over the last step.
+            let mut step = (seg.len() / 16).clamp(1, CUSTOM_STEP);
+            let mut at = 0;
+            while at < seg.len() {
+                let rest = &seg[at..];
+                match custom_boundary(next, rest, step.min(rest.len())) {
+                    Some(b) => at += b,
+                    None if step > 1 => step = 1,
+                    None => break,
+                }
+            }
+            Some(at)
+        }
     }
 }
 
@@ -332,6 +353,20 @@ mod tests {
                 }
             }
             prop_assert_eq!(rebuilt, parts);
+        }
+
+        /// A custom splitter that finds line ends cuts chunks where
+        /// `Lines` does.
+        #[test]
+        fn custom_lines_chunk_as_lines(
+            parts in proptest::collection::vec("[ab\n]{0,120}", 1..5),
+            size in 1usize..40,
+        ) {
+            let parts: Vec<Vec<u8>> = parts.into_iter().map(String::into_bytes).collect();
+            prop_assert_eq!(
+                chunks_of(&parts, Records::Custom(crate::input::tests::line_end), size),
+                chunks_of(&parts, Records::Lines, size)
+            );
         }
 
         #[test]

@@ -387,11 +387,32 @@ fn next_boundary(data: &[u8], records: Records, min: usize) -> usize {
             (min.div_ceil(size) * size).min(data.len())
         }
         Records::Whole => data.len(),
+        Records::Custom(next) => custom_boundary(next, data, min).unwrap_or(data.len()),
     }
 }
 
+/// Calls a job's `Records::Custom` function, checking its answer against
+/// the contract (a boundary in `min..=data.len()`); a violation panics, to
+/// be caught as the job's error like any panic of its splitter.
+#[inline]
+pub(crate) fn custom_boundary(
+    next: fn(&[u8], usize) -> Option<usize>,
+    data: &[u8],
+    min: usize,
+) -> Option<usize> {
+    let b = next(data, min)?;
+    assert!(
+        (min..=data.len()).contains(&b),
+        "Records::Custom returned the boundary {b}, outside {min}..={} \
+         (the first record boundary at or after {min} of {} bytes)",
+        data.len(),
+        data.len()
+    );
+    Some(b)
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
@@ -433,6 +454,17 @@ mod tests {
             }
         }
 
+        /// A custom splitter that finds line ends plans exactly the splits
+        /// `Lines` does.
+        #[test]
+        fn custom_lines_plan_as_lines(text in "[ab\n]{0,200}", target in 1usize..50) {
+            let input = Input::bytes(text.as_bytes());
+            prop_assert_eq!(
+                cover(&input, Records::Custom(line_end), target),
+                cover(&input, Records::Lines, target)
+            );
+        }
+
         #[test]
         fn fixed_records_stay_whole(len in 0usize..300, size in 1usize..20, target in 1usize..64) {
             let data = vec![0u8; len];
@@ -443,11 +475,27 @@ mod tests {
         }
     }
 
+    /// `Records::Custom` for newline-terminated lines.
+    pub(crate) fn line_end(data: &[u8], min: usize) -> Option<usize> {
+        memchr::memchr(b'\n', &data[min - 1..]).map(|i| min + i)
+    }
+
     #[test]
     fn a_panicking_splitter_is_a_split_error() {
-        let input = Input::bytes(b"ab cd ");
-        let err = plan_splits(&input, Records::Separator(|_| panic!("no")), 1, 1).unwrap_err();
-        assert_eq!(err.to_string(), "the job's split function panicked: no");
+        let input = Input::bytes(b"ab\ncd\n");
+        let err = plan_splits(&input, Records::Custom(|_, _| panic!("no")), 1, 1).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Panicked {
+                    phase: Phase::Split,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let err = plan_splits(&input, Records::Custom(|d, _| Some(d.len() + 1)), 1, 1).unwrap_err();
+        assert!(err.to_string().contains("outside 1..=6"), "{err}");
     }
 
     #[test]
