@@ -55,7 +55,7 @@ pub use error::{Error, Phase, Result};
 pub use ingest::{DEFAULT_CHUNK_BUFFERS, DEFAULT_CHUNK_SIZE};
 pub use input::{Ingest, Input, DEFAULT_SPLIT_SIZE};
 pub use job::{Emit, Job, MapOnlyJob, Records, Split, StateOf};
-pub use key::{Bytes, BytesProbe, Key, INLINE_KEY_BYTES};
+pub use key::{Bytes, BytesProbe, Key, KeyHasher, TupleView2, TupleView3, INLINE_KEY_BYTES};
 pub use merge::MergeKind;
 pub use pipeline::{
     default_max_buffered_bytes, Mode, PipelineOptions, PipelineStats, DEFAULT_BUFFER_BYTES,
