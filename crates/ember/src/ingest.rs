@@ -15,21 +15,34 @@
 //! - **Thread**: the reader is one thread per [`Runtime`](crate::Runtime),
 //!   started on its first streamed run and reused after, so no run creates a
 //!   thread.
+//! - **User code** runs on that thread (the input's `Read`, the job's
+//!   record splitter) under `catch_unwind`: a panic ends the run with an
+//!   error ([`Error::Io`] naming the input for a reader,
+//!   [`Error::Panicked`] in the split phase for a splitter) and leaves the
+//!   thread to serve the runtime's next runs.
 
+use std::any::Any;
 use std::io::Read;
-use std::path::PathBuf;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::error::{Error, Result};
-use crate::input::{plan_slice, Stream};
+use crate::error::{Error, Phase, Result};
+use crate::input::{custom_boundary, plan_slice, Stream};
 use crate::job::Records;
+use crate::unwind;
 
 /// Default bytes per ingest chunk.
 pub const DEFAULT_CHUNK_SIZE: usize = 64 << 20;
 /// Default number of chunk buffers (double buffering).
 pub const DEFAULT_CHUNK_BUFFERS: usize = 2;
+/// The largest step by which a chunk of `Records::Custom` records is walked
+/// to find its last boundary (the records of the last step are then walked
+/// one by one): one call of the job's function per step, and per record
+/// only near the chunk's end.
+const CUSTOM_STEP: usize = 64 << 10;
 
 /// A run of one part's bytes inside a chunk.
 #[derive(Debug, Clone, Copy)]
@@ -88,8 +101,19 @@ impl ChunkReader {
         self.records
     }
 
-    /// Fills `chunk` with the next chunk; no segments means the end.
+    /// Fills `chunk` with the next chunk; no segments means the end. After
+    /// an error (a failed or panicking read, a panicking splitter) the
+    /// stream's state is unknown: the reader ends there.
     pub(crate) fn fill(&mut self, chunk: &mut Chunk) -> Result<()> {
+        let filled = self.fill_chunk(chunk);
+        if filled.is_err() {
+            self.part = self.streams.len();
+            self.carry.clear();
+        }
+        filled
+    }
+
+    fn fill_chunk(&mut self, chunk: &mut Chunk) -> Result<()> {
         chunk.data.clear();
         chunk.segments.clear();
         while self.part < self.streams.len() && chunk.data.len() < self.chunk_size {
@@ -99,19 +123,14 @@ impl ChunkReader {
             let mut want = self.chunk_size.saturating_sub(chunk.data.len()).max(1);
             let eof = loop {
                 let (name, stream) = &mut self.streams[self.part];
-                // Room for exactly what is asked, so buffers stay near the
-                // chunk size (read_to_end would otherwise double them).
-                chunk.data.reserve_exact(want);
-                let got = stream
-                    .take(want as u64)
-                    .read_to_end(&mut chunk.data)
-                    .map_err(|e| Error::io(name.clone(), e))?;
+                let got = read_into(name, stream, &mut chunk.data, want)?;
                 if got < want {
                     break true;
                 }
                 // Full: cut at the last record boundary of this segment.
                 let seg = &chunk.data[start..];
-                if let Some(cut) = last_boundary(seg, self.records, offset).filter(|&c| c > 0) {
+                let cut = unwind::catch(Phase::Split, || last_boundary(seg, self.records, offset))?;
+                if let Some(cut) = cut.filter(|&c| c > 0) {
                     self.carry.extend_from_slice(&seg[cut..]);
                     chunk.data.truncate(start + cut);
                     break false;
@@ -139,6 +158,32 @@ impl ChunkReader {
     }
 }
 
+/// Appends up to `want` bytes of `stream` (the input `name`) to `buf`;
+/// returns how many it read. A panic in the reader is an error naming the
+/// input, like a failed read.
+fn read_into(name: &Path, stream: &mut Stream, buf: &mut Vec<u8>, want: usize) -> Result<usize> {
+    // Room for exactly what is asked, so buffers stay near the chunk size
+    // (read_to_end would otherwise double them).
+    buf.reserve_exact(want);
+    match catch_unwind(AssertUnwindSafe(|| {
+        stream.take(want as u64).read_to_end(buf)
+    })) {
+        Ok(read) => read.map_err(|e| Error::io(name, e)),
+        Err(payload) => {
+            let why = format!("the reader panicked: {}", panic_message(payload));
+            Err(Error::io(name, std::io::Error::other(why)))
+        }
+    }
+}
+
+/// The message of a caught panic.
+fn panic_message(payload: Box<dyn Any + Send>) -> String {
+    match Error::panicked(Phase::Split, payload) {
+        Error::Panicked { message, .. } => message,
+        other => other.to_string(),
+    }
+}
+
 /// The last record boundary in `seg` (whose first byte is at `offset` in its
 /// part), as an index into `seg`.
 fn last_boundary(seg: &[u8], records: Records, offset: u64) -> Option<usize> {
@@ -151,23 +196,40 @@ fn last_boundary(seg: &[u8], records: Records, offset: u64) -> Option<usize> {
             Some((end - end % n).saturating_sub(offset) as usize)
         }
         Records::Whole => None,
+        Records::Custom(next) => {
+            // Forward from the segment's start, the one place a record is
+            // known to begin: in steps of up to CUSTOM_STEP bytes, then
+            // record by record over the last step.
+            let mut step = (seg.len() / 16).clamp(1, CUSTOM_STEP);
+            let mut at = 0;
+            while at < seg.len() {
+                let rest = &seg[at..];
+                match custom_boundary(next, rest, step.min(rest.len())) {
+                    Some(b) => at += b,
+                    None if step > 1 => step = 1,
+                    None => break,
+                }
+            }
+            Some(at)
+        }
     }
 }
 
 /// Splits of about `target` bytes over a chunk's segments, as
 /// `(segment, start, end)` with `start..end` indexing the chunk's buffer.
+/// A panic in the job's record splitter is an error of the split phase.
 pub(crate) fn plan_chunk(
     chunk: &Chunk,
     records: Records,
     target: usize,
-) -> Vec<(usize, usize, usize)> {
+) -> Result<Vec<(usize, usize, usize)>> {
     let mut out = Vec::new();
     for (i, seg) in chunk.segments.iter().enumerate() {
         plan_slice(&chunk.data[seg.start..seg.end], records, target, |s, e| {
             out.push((i, seg.start + s, seg.start + e))
-        });
+        })?;
     }
-    out
+    Ok(out)
 }
 
 type Task = Box<dyn FnOnce() + Send>;
@@ -185,7 +247,11 @@ impl IngestThread {
             .name("ember-ingest".into())
             .spawn(move || {
                 for task in rx {
-                    task();
+                    // A panic that escapes the reader's own catches (in a
+                    // reader's `Drop`, say) must not end the thread: every
+                    // later streamed run of the runtime needs it. The run
+                    // the task served sees its channel close.
+                    let _ = catch_unwind(AssertUnwindSafe(task));
                 }
             })
             .map_err(|e| Error::Config(format!("cannot start the ingest thread: {e}")))?;
@@ -288,6 +354,20 @@ mod tests {
                 }
             }
             prop_assert_eq!(rebuilt, parts);
+        }
+
+        /// A custom splitter that finds line ends cuts chunks where
+        /// `Lines` does.
+        #[test]
+        fn custom_lines_chunk_as_lines(
+            parts in proptest::collection::vec("[ab\n]{0,120}", 1..5),
+            size in 1usize..40,
+        ) {
+            let parts: Vec<Vec<u8>> = parts.into_iter().map(String::into_bytes).collect();
+            prop_assert_eq!(
+                chunks_of(&parts, Records::Custom(crate::input::tests::line_end), size),
+                chunks_of(&parts, Records::Lines, size)
+            );
         }
 
         #[test]

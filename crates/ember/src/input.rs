@@ -17,8 +17,9 @@ use std::sync::Mutex;
 
 use memmap2::Mmap;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Phase, Result};
 use crate::job::Records;
+use crate::unwind;
 
 /// Default target split size when neither the runtime nor the run sets one.
 pub const DEFAULT_SPLIT_SIZE: usize = 1 << 20;
@@ -314,13 +315,14 @@ const TAIL_MIN_PIECE: usize = 64 << 10;
 /// not below [`TAIL_MIN_PIECE`] (see
 /// [`TAIL_SPLITS_PER_WORKER`]). Linear in the number of splits plus the
 /// bytes scanned to find boundaries (a boundary search never rescans
-/// bytes).
+/// bytes). A panic in the job's record splitter is an error of
+/// [`Phase::Split`].
 pub(crate) fn plan_splits(
     input: &Input<'_>,
     records: Records,
     target: usize,
     workers: usize,
-) -> Vec<SplitRange> {
+) -> Result<Vec<SplitRange>> {
     plan_splits_with(input, records, target, workers, TAIL_MIN_PIECE)
 }
 
@@ -331,17 +333,17 @@ fn plan_splits_with(
     target: usize,
     workers: usize,
     min_piece: usize,
-) -> Vec<SplitRange> {
+) -> Result<Vec<SplitRange>> {
     let mut out = Vec::with_capacity(input.len() / target.max(1) + input.parts());
     for (part, p) in input.parts.iter().enumerate() {
         plan_slice(p.bytes(), records, target, |start, end| {
             out.push(SplitRange { part, start, end })
-        });
+        })?;
     }
     let piece = (target / TAIL_PIECES).max(min_piece.max(1));
     let tail = TAIL_SPLITS_PER_WORKER * workers;
     if piece >= target || out.len() <= tail {
-        return out;
+        return Ok(out);
     }
     for s in out.split_off(out.len() - tail) {
         let bytes = &input.part_bytes(s.part)[s.start..s.end];
@@ -351,59 +353,83 @@ fn plan_splits_with(
                 start: s.start + a,
                 end: s.start + b,
             })
-        });
+        })?;
     }
-    out
+    Ok(out)
 }
 
-/// Cuts one slice into pieces of about `target` bytes at record boundaries,
-/// calling `piece(start, end)` for each, in order.
+/// Cuts one slice, which starts at a record boundary, into pieces of about
+/// `target` bytes at record boundaries, calling `piece(start, end)` for
+/// each, in order. A panic in the job's record splitter is an error of
+/// [`Phase::Split`].
 pub(crate) fn plan_slice(
     data: &[u8],
     records: Records,
     target: usize,
     mut piece: impl FnMut(usize, usize),
-) {
+) -> Result<()> {
     let target = target.max(1);
-    let mut start = 0;
-    while start < data.len() {
-        let end = match records {
-            Records::Whole => data.len(),
-            _ => next_boundary(data, records, start + target),
-        };
-        piece(start, end);
-        start = end;
-    }
+    unwind::catch(Phase::Split, || {
+        let mut start = 0;
+        while start < data.len() {
+            let end = start + next_boundary(&data[start..], records, target);
+            piece(start, end);
+            start = end;
+        }
+    })
 }
 
-/// The first record boundary at or after `pos` (or the end of `data`).
-pub(crate) fn next_boundary(data: &[u8], records: Records, pos: usize) -> usize {
-    if pos >= data.len() {
+/// The first record boundary at or after `min` in `data`, which starts at
+/// a record boundary; the end of `data` if there is none (the rest is the
+/// part's last record).
+fn next_boundary(data: &[u8], records: Records, min: usize) -> usize {
+    if min >= data.len() {
         return data.len();
     }
     match records {
-        Records::Lines => memchr::memchr(b'\n', &data[pos - 1..]).map_or(data.len(), |i| pos + i),
-        Records::Separator(is_sep) => data[pos..]
+        Records::Lines => memchr::memchr(b'\n', &data[min - 1..]).map_or(data.len(), |i| min + i),
+        Records::Separator(is_sep) => data[min..]
             .iter()
             .position(|&b| is_sep(b))
-            .map_or(data.len(), |i| pos + i),
+            .map_or(data.len(), |i| min + i),
         Records::Fixed(size) => {
             let size = size.max(1);
-            (pos.div_ceil(size) * size).min(data.len())
+            (min.div_ceil(size) * size).min(data.len())
         }
         Records::Whole => data.len(),
+        Records::Custom(next) => custom_boundary(next, data, min).unwrap_or(data.len()),
     }
 }
 
+/// Calls a job's `Records::Custom` function, checking its answer against
+/// the contract (a boundary in `min..=data.len()`); a violation panics, to
+/// be caught as the job's error like any panic of its splitter.
+#[inline]
+pub(crate) fn custom_boundary(
+    next: fn(&[u8], usize) -> Option<usize>,
+    data: &[u8],
+    min: usize,
+) -> Option<usize> {
+    let b = next(data, min)?;
+    assert!(
+        (min..=data.len()).contains(&b),
+        "Records::Custom returned the boundary {b}, outside {min}..={} \
+         (the first record boundary at or after {min} of {} bytes)",
+        data.len(),
+        data.len()
+    );
+    Some(b)
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
     /// Plans splits (the tail cut into pieces of any size) and checks
     /// that they tile each part exactly, in order.
     fn cover(input: &Input<'_>, records: Records, target: usize) -> Vec<SplitRange> {
-        let splits = plan_splits_with(input, records, target, 2, 1);
+        let splits = plan_splits_with(input, records, target, 2, 1).unwrap();
         // The splits tile each part exactly, in order.
         let mut at = vec![0usize; input.parts()];
         for s in &splits {
@@ -438,6 +464,17 @@ mod tests {
             }
         }
 
+        /// A custom splitter that finds line ends plans exactly the splits
+        /// `Lines` does.
+        #[test]
+        fn custom_lines_plan_as_lines(text in "[ab\n]{0,200}", target in 1usize..50) {
+            let input = Input::bytes(text.as_bytes());
+            prop_assert_eq!(
+                cover(&input, Records::Custom(line_end), target),
+                cover(&input, Records::Lines, target)
+            );
+        }
+
         #[test]
         fn fixed_records_stay_whole(len in 0usize..300, size in 1usize..20, target in 1usize..64) {
             let data = vec![0u8; len];
@@ -448,11 +485,34 @@ mod tests {
         }
     }
 
+    /// `Records::Custom` for newline-terminated lines.
+    pub(crate) fn line_end(data: &[u8], min: usize) -> Option<usize> {
+        memchr::memchr(b'\n', &data[min - 1..]).map(|i| min + i)
+    }
+
+    #[test]
+    fn a_panicking_splitter_is_a_split_error() {
+        let input = Input::bytes(b"ab\ncd\n");
+        let err = plan_splits(&input, Records::Custom(|_, _| panic!("no")), 1, 1).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Panicked {
+                    phase: Phase::Split,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let err = plan_splits(&input, Records::Custom(|d, _| Some(d.len() + 1)), 1, 1).unwrap_err();
+        assert!(err.to_string().contains("outside 1..=6"), "{err}");
+    }
+
     #[test]
     fn the_last_splits_are_cut_smaller() {
         let data = vec![b'x'; 1 << 20];
         let input = Input::bytes(&data);
-        let splits = plan_splits(&input, Records::Fixed(1), 128 << 10, 1);
+        let splits = plan_splits(&input, Records::Fixed(1), 128 << 10, 1).unwrap();
         let sizes: Vec<usize> = splits.iter().map(|s| s.end - s.start).collect();
         // 8 splits of 128 KiB: the last 4 are cut into 4 pieces of 32 KiB,
         // were it not for the 64 KiB floor: into 2 of 64 KiB each.
@@ -460,7 +520,9 @@ mod tests {
         assert_eq!(sizes[4..], [64 << 10; 8]);
         // Too few splits to have a tail: left whole.
         assert_eq!(
-            plan_splits(&input, Records::Fixed(1), 256 << 10, 1).len(),
+            plan_splits(&input, Records::Fixed(1), 256 << 10, 1)
+                .unwrap()
+                .len(),
             4
         );
     }

@@ -10,7 +10,9 @@ use crate::names::names;
 /// Where the input may be cut into splits without cutting a record in two.
 ///
 /// Splits are cut only at record boundaries, so `map` never sees part of a
-/// record; a record never spans two input files.
+/// record; a record never spans two input files. The same cuts are made for
+/// an input in memory and a streamed one (whose chunks end at record
+/// boundaries too, the incomplete last record carried into the next chunk).
 #[derive(Debug, Clone, Copy)]
 pub enum Records {
     /// Newline-terminated lines: a split ends just after a `\n`.
@@ -24,6 +26,63 @@ pub enum Records {
     Fixed(usize),
     /// Each input part (file) is one record and one split.
     Whole,
+    /// Records of the job's own format (CSV with quoted newlines,
+    /// length-prefixed binary records, ...), found by `next(data, min)`.
+    ///
+    /// **Contract.** `data` always starts at a record boundary: the start
+    /// of an input part, or a boundary `next` returned before. It ends at
+    /// the end of the part, or anywhere at all for a streamed input (a
+    /// chunk may end mid-record). `min` is in `1..=data.len()`. `next`
+    /// returns:
+    ///
+    /// - `Some(b)`: `b` is the end of the record that holds byte `min - 1`,
+    ///   that is the first record boundary with `min <= b <= data.len()`;
+    ///   `data[..b]` is whole records. `b` must not depend on bytes after
+    ///   `data`: return `Some(data.len())` only if a record certainly ends
+    ///   there, whatever follows.
+    /// - `None`: that record does not end within `data`.
+    ///
+    /// At the end of an input part, `None` makes the rest of the part, from
+    /// the last boundary, one final record: `map` gets it as it is
+    /// (truncated or not; the job decides what it means), as with `Fixed`.
+    /// A streamed input reads on instead, so a record longer than a chunk
+    /// makes its chunk grow.
+    ///
+    /// A boundary after the first one at or after `min` is still correct
+    /// (the split is larger); one outside `min..=data.len()` breaks the
+    /// contract, and the run fails with [`Error::Panicked`] in
+    /// [`Phase::Split`], as it does when `next` panics.
+    ///
+    /// Cost: planning an input in memory calls `next` once per split, each
+    /// call scanning from a boundary, so a format whose state is known only
+    /// by scanning from a record start (CSV quoting) is cut in one pass. A
+    /// streamed chunk is cut at its last boundary, found by calling `next`
+    /// from the chunk's start in steps of at most 64 KiB, then record by
+    /// record (`min == 1`) over the last step.
+    ///
+    /// ```
+    /// use ember::Records;
+    ///
+    /// /// Records are a little-endian `u32` length and that many bytes.
+    /// fn framed(data: &[u8], min: usize) -> Option<usize> {
+    ///     let mut at = 0;
+    ///     while at < min {
+    ///         let len = data.get(at..at + 4)?;
+    ///         at += 4 + u32::from_le_bytes(len.try_into().unwrap()) as usize;
+    ///     }
+    ///     (at <= data.len()).then_some(at)
+    /// }
+    ///
+    /// let records = Records::Custom(framed);
+    /// # let _ = records;
+    /// assert_eq!(framed(&[1, 0, 0, 0, 7, 0, 0, 0, 0], 1), Some(5));
+    /// assert_eq!(framed(&[1, 0, 0, 0, 7, 0, 0, 0, 0], 6), Some(9));
+    /// assert_eq!(framed(&[1, 0, 0, 0, 7, 2, 0], 6), None);
+    /// ```
+    ///
+    /// [`Error::Panicked`]: crate::Error::Panicked
+    /// [`Phase::Split`]: crate::Phase::Split
+    Custom(fn(&[u8], usize) -> Option<usize>),
 }
 
 /// Which intermediate container a run uses.

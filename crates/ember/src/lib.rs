@@ -95,7 +95,7 @@ pub mod tune {
 /// random.
 pub mod plumbing {
     pub use crate::job::StateOf;
-    pub use crate::key::{BytesProbe, INLINE_KEY_BYTES};
+    pub use crate::key::{BytesProbe, KeyHasher, TupleView2, TupleView3, INLINE_KEY_BYTES};
 
     /// Asks the CPU to bring the cache line at `p` in ahead of a read: for
     /// map functions and gathers that read memory at random, a few items

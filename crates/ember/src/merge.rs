@@ -111,7 +111,7 @@ where
     })
 }
 
-/// 2. Splitters from regular samples of the sorted runs: positions
+/// Step 2: splitters from regular samples of the sorted runs: positions
 /// `(run, index)`, so that ties between runs are cut consistently.
 fn splitters<T, F>(runs: &[Vec<T>], ranges: usize, cmp: &F) -> Vec<(usize, usize)>
 where
@@ -131,7 +131,7 @@ where
         .collect()
 }
 
-/// 3. Where each run is cut at each splitter, in the total order
+/// Step 3: where each run is cut at each splitter, in the total order
 /// (value, run, index): the splitter's own run is cut exactly at the
 /// splitter; other runs put ties before the cut when they come earlier in
 /// run order. Each run's cuts start at 0 and end at its length.
@@ -159,7 +159,7 @@ where
         .collect()
 }
 
-/// 4. Merges every range from all runs at once, in parallel, each range
+/// Step 4: merges every range from all runs at once, in parallel, each range
 /// straight into its own slice of the output: every item is moved once,
 /// from its run to its place (cutting the runs into owned pieces and
 /// concatenating the merged ranges would copy everything twice more).

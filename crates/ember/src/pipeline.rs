@@ -304,7 +304,7 @@ mod tests {
     fn a_kept_sample_is_sent_not_mapped_again() {
         let data = data();
         let input = Input::bytes(&data);
-        let splits = plan_splits(&input, Records::Fixed(2), 4096, 1);
+        let splits = plan_splits(&input, Records::Fixed(2), 4096, 1).unwrap();
         for threads in [1, 2, 3] {
             let pool = Pool::new(threads, true).unwrap();
             let sample: Vec<usize> = (0..splits.len()).step_by(7).collect();

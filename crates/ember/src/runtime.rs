@@ -386,6 +386,6 @@ impl Runtime {
             .split_size
             .or(self.split_size)
             .unwrap_or_else(|| default_split_size(input.len(), self.threads()));
-        Ok(plan_splits(input, records, split_size, self.threads()))
+        plan_splits(input, records, split_size, self.threads())
     }
 }

@@ -89,7 +89,7 @@ pub(crate) fn run<J: Job>(
     if chosen.is_empty() {
         return Ok(Sample::none());
     }
-    let pieces = pieces(job, input, splits, &chosen, pool.threads());
+    let pieces = pieces(job, input, splits, &chosen, pool.threads())?;
     let bytes: usize = pieces.iter().map(|s| s.end - s.start).sum();
     let fraction = bytes as f64 / input.len().max(1) as f64;
     let split_at = |i: usize| split_in(input, &pieces[i]);
@@ -141,7 +141,7 @@ fn pieces<J: Job>(
     splits: &[SplitRange],
     chosen: &[usize],
     threads: usize,
-) -> Vec<SplitRange> {
+) -> Result<Vec<SplitRange>> {
     let total: usize = chosen
         .iter()
         .map(|&i| splits[i].end - splits[i].start)
@@ -157,7 +157,7 @@ fn pieces<J: Job>(
                 start: s.start + a,
                 end: s.start + b,
             })
-        });
+        })?;
     }
-    pieces
+    Ok(pieces)
 }

@@ -178,7 +178,7 @@ impl<'s> Stream<'s> {
         let mut workers: Vec<(W, u64)> = Vec::new();
         let mut base = 0;
         while let Some(chunk) = self.next()? {
-            let splits = plan_chunk(&chunk, self.records, split_size);
+            let splits = plan_chunk(&chunk, self.records, split_size)?;
             let previous = Mutex::new(std::mem::take(&mut workers));
             let start = Instant::now();
             let split_at = |i: usize| {
