@@ -4,8 +4,8 @@
 use std::cmp::Ordering;
 
 use crate::combine::Combiner;
+use crate::derive::names;
 use crate::key::Key;
-use crate::names::names;
 
 /// Where the input may be cut into splits without cutting a record in two.
 ///

@@ -1,5 +1,6 @@
 //! The settings of one run.
 
+use crate::derive::setters;
 use crate::job::ContainerKind;
 use crate::merge::MergeKind;
 use crate::pipeline::PipelineOptions;
@@ -35,23 +36,6 @@ pub struct RunOptions {
     /// from another thread (`ember` draws one from it).
     pub progress: Option<Progress>,
 }
-
-/// Setters that take a value or an `Option` of it (`None` restores the
-/// default), one per optional field.
-macro_rules! setters {
-    ($t:ty { $($field:ident: $v:ty),* $(,)? }) => {
-        impl $t {
-            $(
-                #[doc = concat!("Sets [`", stringify!($t), "::", stringify!($field), "`].")]
-                pub fn $field(mut self, value: impl Into<Option<$v>>) -> Self {
-                    self.$field = value.into();
-                    self
-                }
-            )*
-        }
-    };
-}
-pub(crate) use setters;
 
 setters!(RunOptions {
     split_size: usize,

@@ -153,7 +153,7 @@ pub struct PipelineOptions {
     pub combine: Option<bool>,
 }
 
-crate::options::setters!(PipelineOptions {
+crate::derive::setters!(PipelineOptions {
     buffer_bytes: usize,
     max_buffered_bytes: usize,
     combine: bool,

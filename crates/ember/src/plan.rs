@@ -11,12 +11,12 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::combine::Combiner;
+use crate::derive::names;
 use crate::error::{Error, Result};
 use crate::input::Input;
 use crate::job::{ContainerKind, Job, KeyHint};
 use crate::key::Key;
 use crate::merge::MergeKind;
-use crate::names::names;
 use crate::predict::Prediction;
 
 /// Pairs per reduce partition the append container aims at when the sample

@@ -1,6 +1,7 @@
-//! Names for the enums a user picks on the command line and reads in the
-//! stats: one spelling each, printed by `Display`, parsed by `FromStr`
-//! (which also takes `-` for `_`).
+//! Hand-rolled derives for public types: names for the enums a user picks
+//! on the command line and reads in the stats (one spelling each, printed
+//! by `Display`, parsed by `FromStr`, which also takes `-` for `_`), and
+//! setters for the `#[non_exhaustive]` option structs.
 
 /// Implements `ALL`, `name`, `Display` and `FromStr` for a fieldless enum
 /// from what it is called in errors and a list of `Variant => "name"`.
@@ -37,3 +38,20 @@ macro_rules! names {
     };
 }
 pub(crate) use names;
+
+/// Setters that take a value or an `Option` of it (`None` restores the
+/// default), one per optional field.
+macro_rules! setters {
+    ($t:ty { $($field:ident: $v:ty),* $(,)? }) => {
+        impl $t {
+            $(
+                #[doc = concat!("Sets [`", stringify!($t), "::", stringify!($field), "`].")]
+                pub fn $field(mut self, value: impl Into<Option<$v>>) -> Self {
+                    self.$field = value.into();
+                    self
+                }
+            )*
+        }
+    };
+}
+pub(crate) use setters;
