@@ -84,7 +84,6 @@ pub struct ReadmeExample;
 pub mod tune {
     pub use crate::ingest::{DEFAULT_CHUNK_BUFFERS, DEFAULT_CHUNK_SIZE};
     pub use crate::input::{Ingest, DEFAULT_SPLIT_SIZE};
-    pub use crate::job::ContainerKind;
     pub use crate::merge::MergeKind;
     pub use crate::pipeline::{default_max_buffered_bytes, PipelineOptions, DEFAULT_BUFFER_BYTES};
     pub use crate::plan::Mode;
