@@ -62,7 +62,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         let t = timed(|| {
             let order = sort_order(rt, data, &RunOptions::default())?;
             let g = Instant::now();
-            order.gather_into(data, rt.threads(), &mut out);
+            order.gather_into(rt, data, &mut out);
             run = Some(EmberRun {
                 stats: order.stats,
                 gather_secs: g.elapsed().as_secs_f64(),
