@@ -34,6 +34,7 @@
 //! Design notes for people extending the runtime are in `docs/runtime.md`.
 
 #![deny(missing_docs, unreachable_pub, unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod combine;
 mod container;
