@@ -3,6 +3,7 @@
 //! oracle and the benchmark baseline.
 
 #![deny(missing_docs, unreachable_pub)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod blocks;
 pub mod histogram;

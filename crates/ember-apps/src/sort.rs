@@ -21,8 +21,8 @@
 //!   each split into one run and whose merge is the runtime's one-pass
 //!   p-way merge (SupMR section IV).
 //!
-//! Either way the records are then gathered in that order by as many
-//! threads as the runtime has. An input whose length is not a multiple of
+//! Either way the records are then gathered in that order on the
+//! runtime's workers. An input whose length is not a multiple of
 //! 100 is [`Error::InvalidInput`].
 
 use std::io::{self, Write};
@@ -207,19 +207,19 @@ impl Order {
     }
 
     /// The input's records in this order, gathered into `out` (which must
-    /// hold them exactly) by `threads` threads.
-    pub fn gather_into(&self, data: &[u8], threads: usize, out: &mut [u8]) {
+    /// hold them exactly) by `rt`'s workers.
+    pub fn gather_into(&self, rt: &Runtime, data: &[u8], out: &mut [u8]) {
         let runs: Vec<&[Packed]> = self.runs.iter().map(Vec::as_slice).collect();
-        gather_into(data, &runs, threads, out);
+        gather_into(data, &runs, Some(rt), out);
     }
 
     /// The input's records in this order, written to `w` (gathered in
-    /// pieces into one reused buffer by `threads` threads).
-    pub fn write(&self, data: &[u8], threads: usize, w: &mut impl Write) -> io::Result<()> {
+    /// pieces into one reused buffer by `rt`'s workers).
+    pub fn write(&self, rt: &Runtime, data: &[u8], w: &mut impl Write) -> io::Result<()> {
         let mut buf = Vec::new();
         for piece in self.runs.iter().flat_map(|r| r.chunks(WRITE_RECORDS)) {
             buf.resize(piece.len() * RECORD_LEN, 0);
-            gather_into(data, &[piece], threads, &mut buf);
+            gather_into(data, &[piece], Some(rt), &mut buf);
             w.write_all(&buf)?;
         }
         Ok(())
@@ -469,17 +469,21 @@ fn check_len(len: u64) -> Result<()> {
 const GATHER_AHEAD: usize = 16;
 
 /// Copies the records of `data` into `out` in the order that the
-/// consecutive pieces of `order` give, with `threads` threads each filling
-/// one contiguous share of `out`.
+/// consecutive pieces of `order` give: on `rt`'s workers, each filling one
+/// contiguous share of `out` (one share per worker), or on the calling
+/// thread if `rt` is `None` (the sequential baseline). No thread is
+/// started: a gather after every run must not pay for creating threads,
+/// nor compete with the pool for the CPUs.
 ///
 /// # Panics
 ///
 /// If `out` is not exactly as many records long as `order` holds.
-fn gather_into(data: &[u8], order: &[&[Packed]], threads: usize, out: &mut [u8]) {
+fn gather_into(data: &[u8], order: &[&[Packed]], rt: Option<&Runtime>, out: &mut [u8]) {
     let total: usize = order.iter().map(|p| p.len()).sum();
     assert_eq!(out.len(), total * RECORD_LEN, "output size");
-    let share = total.div_ceil(threads.max(1)).max(1);
-    let copy = |dst: &mut [u8], order: Vec<&[Packed]>| {
+    let threads = rt.map_or(1, Runtime::threads);
+    let share = total.div_ceil(threads).max(1);
+    let copy = |(dst, order): (&mut [u8], Vec<&[Packed]>)| {
         let mut dst = dst.chunks_exact_mut(RECORD_LEN);
         let mut ahead = order.iter().copied().flatten().skip(GATHER_AHEAD);
         for o in order.iter().copied().flatten() {
@@ -494,8 +498,21 @@ fn gather_into(data: &[u8], order: &[&[Packed]], threads: usize, out: &mut [u8])
                 .copy_from_slice(&data[at..at + RECORD_LEN]);
         }
     };
-    // Each thread's share of the pieces: whole pieces, and the parts of the
-    // pieces a share boundary cuts.
+    let shares = shares(order, out, share);
+    match rt {
+        Some(rt) => rt.install(|| shares.into_par_iter().for_each(copy)),
+        None => shares.into_iter().for_each(copy),
+    }
+}
+
+/// Cuts `out` into shares of `share` records (the last may be shorter),
+/// each with its part of the pieces of `order`: whole pieces, and the parts
+/// of the pieces a share boundary cuts.
+fn shares<'a, 'o>(
+    order: &[&'a [Packed]],
+    out: &'o mut [u8],
+    share: usize,
+) -> Vec<(&'o mut [u8], Vec<&'a [Packed]>)> {
     let mut pieces = order.iter().copied().filter(|p| !p.is_empty());
     let mut rest: &[Packed] = &[];
     let mut shares = Vec::new();
@@ -513,16 +530,7 @@ fn gather_into(data: &[u8], order: &[&[Packed]], threads: usize, out: &mut [u8])
         }
         shares.push((dst, mine));
     }
-    std::thread::scope(|s| {
-        let mut shares = shares.into_iter();
-        let first = shares.next();
-        for (dst, mine) in shares {
-            s.spawn(move || copy(dst, mine));
-        }
-        if let Some((dst, mine)) = first {
-            copy(dst, mine);
-        }
-    });
+    shares
 }
 
 /// The plain sequential sort, the correctness oracle and the benchmark
@@ -538,7 +546,7 @@ pub fn sequential_into(data: &[u8], out: &mut [u8]) -> Result<()> {
         .map(|(i, rec)| pack(rec, i))
         .collect();
     keys.sort_unstable();
-    gather_into(data, &[&keys], 1, out);
+    gather_into(data, &[&keys], None, out);
     Ok(())
 }
 

@@ -432,7 +432,7 @@ fn sort_order_chunked_equals_mmap() {
         |rt, input, opts| {
             let order = sort::sort_order_input(rt, input, opts)?;
             let mut out = vec![0; data.len()];
-            order.gather_into(&data, rt.threads(), &mut out);
+            order.gather_into(rt, &data, &mut out);
             Ok((out, order.stats))
         },
     );

@@ -1,5 +1,6 @@
 //! Sort on ember equals the sequential sort and rayon's parallel sort, is
-//! stable, and rejects inputs that are not whole records.
+//! stable, gathers on the runtime's workers, and rejects inputs that are
+//! not whole records.
 
 use ember::{Error, Input, RunOptions, Runtime};
 use ember_apps::sort::{
@@ -57,14 +58,14 @@ fn check_all(data: &[u8]) {
             for (plan, order) in ["ranges", "merge"].into_iter().zip(orders) {
                 assert_eq!(order.len(), data.len() / RECORD_LEN);
                 let mut got = vec![0; data.len()];
-                order.gather_into(data, threads, &mut got);
+                order.gather_into(&rt, data, &mut got);
                 assert!(
                     got == want,
                     "{plan}, {threads} threads, split {split_size:?}: ember differs"
                 );
                 // Written in pieces: the same bytes.
                 let mut written = Vec::new();
-                order.write(data, threads, &mut written).unwrap();
+                order.write(&rt, data, &mut written).unwrap();
                 assert!(written == want, "{plan}: written differs");
             }
         }
@@ -125,4 +126,64 @@ fn partial_records_are_rejected() {
         short.contains("99 bytes left over after record 0"),
         "{short}"
     );
+}
+
+/// Nanoseconds the calling thread has run on a CPU (Linux's schedstat; up
+/// to a scheduler tick stale for a running thread).
+fn thread_cpu_ns() -> u64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+    stat.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// Each worker of `rt`, in order: its name and its CPU time so far.
+fn workers(rt: &Runtime) -> Vec<(String, u64)> {
+    rt.install(|| {
+        rayon::broadcast(|_| {
+            let name = std::thread::current().name().map(str::to_owned);
+            (name.unwrap_or_default(), thread_cpu_ns())
+        })
+    })
+}
+
+/// The gather's copying is done by the runtime's workers: their CPU time
+/// grows by the whole gather while the calling thread's hardly moves
+/// (copying itself, or on threads of its own, the workers' would not grow).
+#[test]
+#[cfg(target_os = "linux")]
+fn the_gather_runs_on_the_runtimes_workers() {
+    const GATHERS: u64 = 5;
+    let data = records(&SortSpec {
+        records: 200_000,
+        seed: 8,
+    });
+    let want = sequential(&data).unwrap();
+    for threads in [1, 2, 3] {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        let order = sort_order(&rt, &data, &RunOptions::default()).unwrap();
+        let mut got = vec![0; data.len()];
+        let before = workers(&rt);
+        let names: Vec<String> = (0..threads).map(|i| format!("ember-worker-{i}")).collect();
+        assert_eq!(
+            before.iter().map(|w| w.0.clone()).collect::<Vec<_>>(),
+            names
+        );
+        let mine = thread_cpu_ns();
+        for _ in 0..GATHERS {
+            order.gather_into(&rt, &data, &mut got);
+        }
+        let mine = thread_cpu_ns() - mine;
+        let theirs: u64 = workers(&rt)
+            .iter()
+            .zip(&before)
+            .map(|(after, before)| after.1 - before.1)
+            .sum();
+        assert!(got == want, "{threads} threads: the gather differs");
+        // At least 2 ns per record copied: a tenth of any real gather's
+        // cost, ten times what waking idle workers costs.
+        let copied = GATHERS * (data.len() / RECORD_LEN) as u64;
+        assert!(
+            theirs >= 2 * copied && theirs >= 20 * mine,
+            "{threads} threads: workers ran {theirs} ns, the caller {mine} ns"
+        );
+    }
 }

@@ -1,5 +1,7 @@
 //! `ember`: run MapReduce workloads, generate their inputs, benchmark them.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};

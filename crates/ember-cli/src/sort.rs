@@ -48,7 +48,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         .with_context(|| format!("cannot sort '{}'", a.file.display()))?;
     let start = std::time::Instant::now();
     let mut w = create_output(&a.out)?;
-    order.write(data, rt.threads(), &mut w)?;
+    order.write(&rt, data, &mut w)?;
     w.flush()
         .with_context(|| format!("cannot write '{}'", a.out.display()))?;
     eprintln!(

@@ -39,6 +39,7 @@
     unreachable_pub,
     unsafe_op_in_unsafe_fn
 )]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod barrier;
 mod busy;

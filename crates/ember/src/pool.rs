@@ -7,14 +7,29 @@
 //! iterators and sorts on the same threads (reduce and merge). No phase
 //! creates a thread.
 //!
-//! Workers are pinned, one to each CPU the process may run on, when there
-//! are two or more and no more workers than such CPUs (Linux; Phoenix
-//! binds its workers the same way). Measured on the 2-vCPU development VM:
-//! two compute-bound single-threaded processes left to the scheduler
-//! sometimes shared one vCPU (each took 2x as long, 0.47 s against
-//! 0.24-0.26 s for PCA's kernel), and in three trials pinned with
-//! `taskset` they did not; unpinned 2-thread runs of PCA, k-means and
-//! matrix multiply swung between 1.0x and 2.0x over 1 thread.
+//! Workers are left to the OS scheduler unless the runtime is built with
+//! [`RuntimeBuilder::pin(true)`](crate::RuntimeBuilder::pin). Pinned, worker
+//! `i` is bound to the `i`-th CPU the process may run on (Linux), when
+//! there are two or more workers and no more workers than such CPUs.
+//!
+//! Unpinned is the default because pinning cannot know what else runs:
+//! every pinned pool takes the *first* CPUs of the allowed set, so two
+//! runtimes in one process, or two ember processes, with fewer workers
+//! than CPUs stack on the same cores while the rest idle, and a pinned
+//! worker cannot move off a core that other work is using. Telling whether
+//! another pool already pinned there is not reliably possible (other
+//! processes' affinities are not ours to read race-free), and pinning only
+//! when the workers exactly fill the allowed set would still pin by
+//! default (the default worker count is that set's size).
+//!
+//! Measured on a 2-CPU machine shared with other compute-bound work (PCA,
+//! k-means and matrix multiply, 2 threads, pinned and unpinned runs
+//! alternated): unpinned was as fast or faster in every median; run at the
+//! highest priority (near-exclusive CPUs) the two were within noise, and
+//! two concurrent 2-thread processes finished within noise either way.
+//! Pinning is for a machine or cpuset given to one runtime: restrict the
+//! process (`taskset`, a cgroup cpuset) to the CPUs it should use and pin
+//! within them.
 
 use crate::error::{Error, Result};
 
@@ -24,8 +39,9 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    /// Starts `threads` worker threads, pinned to CPUs if `pin` and there
-    /// are enough of them (see the module docs).
+    /// Starts `threads` worker threads, pinned to CPUs if `pin`, there are
+    /// two or more workers and no more of them than allowed CPUs (see the
+    /// module docs).
     pub(crate) fn new(threads: usize, pin: bool) -> Result<Pool> {
         let cpus = if pin { allowed_cpus() } else { Vec::new() };
         // One worker has nothing to share a CPU with: it stays free.
@@ -107,19 +123,52 @@ fn pin_to(_cpu: usize) {}
 mod tests {
     use super::*;
 
+    /// The allowed CPUs of every worker of `pool`, in worker order (a new
+    /// thread starts with its creator's set: here, the test thread's).
+    fn workers_cpus(pool: &Pool) -> Vec<Vec<usize>> {
+        pool.broadcast(|_| allowed_cpus())
+    }
+
     #[test]
-    fn pinned_workers_run_on_distinct_allowed_cpus() {
+    #[cfg(target_os = "linux")]
+    fn pinned_workers_each_own_one_allowed_cpu() {
         let cpus = allowed_cpus();
-        if cfg!(target_os = "linux") {
-            assert!(!cpus.is_empty());
-        }
+        assert!(!cpus.is_empty(), "sched_getaffinity failed");
         if cpus.len() < 2 {
             return;
         }
         let pool = Pool::new(2, true).unwrap();
-        // SAFETY: sched_getcpu takes no arguments and returns the CPU the
-        // calling thread runs on.
-        let on: Vec<i32> = pool.broadcast(|_| unsafe { libc::sched_getcpu() });
-        assert_eq!(on, vec![cpus[0] as i32, cpus[1] as i32]);
+        assert_eq!(workers_cpus(&pool), vec![vec![cpus[0]], vec![cpus[1]]]);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn unpinned_workers_keep_the_whole_allowed_set() {
+        let cpus = allowed_cpus();
+        let pool = Pool::new(2, false).unwrap();
+        assert_eq!(workers_cpus(&pool), vec![cpus.clone(), cpus]);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn one_worker_or_more_workers_than_cpus_are_never_pinned() {
+        let cpus = allowed_cpus();
+        for threads in [1, cpus.len() + 1] {
+            let pool = Pool::new(threads, true).unwrap();
+            assert_eq!(workers_cpus(&pool), vec![cpus.clone(); threads]);
+        }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn runtimes_are_unpinned_unless_asked() {
+        let cpus = allowed_cpus();
+        let on = |rt: crate::Runtime| rt.install(|| rayon::broadcast(|_| allowed_cpus()));
+        let rt = crate::Runtime::builder().threads(2).build().unwrap();
+        assert_eq!(on(rt), vec![cpus.clone(), cpus.clone()]);
+        if cpus.len() >= 2 {
+            let rt = crate::Runtime::builder().threads(2).pin(true).build();
+            assert_eq!(on(rt.unwrap()), vec![vec![cpus[0]], vec![cpus[1]]]);
+        }
     }
 }

@@ -55,7 +55,7 @@ impl std::fmt::Debug for Runtime {
 pub struct RuntimeBuilder {
     threads: Option<usize>,
     split_size: Option<usize>,
-    unpinned: bool,
+    pin: bool,
 }
 
 impl RuntimeBuilder {
@@ -72,12 +72,13 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Pin each worker to its own CPU (default: yes, on Linux, when there
-    /// are two or more workers and no more than the CPUs the process may
-    /// use). `false` leaves the workers to the OS scheduler, for machines
-    /// shared with other pinned work.
+    /// Pin worker `i` to the `i`-th CPU the process may use (Linux; only
+    /// with two or more workers and no more than those CPUs). Default: no,
+    /// the OS scheduler places the workers. Pinning is for a machine or
+    /// cpuset given to this runtime alone: every pinned runtime takes the
+    /// first allowed CPUs, so two of them share those and leave the rest.
     pub fn pin(mut self, pin: bool) -> Self {
-        self.unpinned = !pin;
+        self.pin = pin;
         self
     }
 
@@ -92,7 +93,7 @@ impl RuntimeBuilder {
             return Err(Error::Config("split size must be at least 1 byte".into()));
         }
         Ok(Runtime {
-            pool: Pool::new(threads, !self.unpinned)?,
+            pool: Pool::new(threads, self.pin)?,
             ingest: IngestThread::start()?,
             split_size: self.split_size,
         })

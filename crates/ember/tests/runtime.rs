@@ -165,24 +165,63 @@ fn file_errors_say_what_and_where() {
     assert!(e.contains("missing.txt"), "{e}");
 }
 
+/// Asserts that `Input::file(path)` fails with OS error `errno`, reported
+/// as an I/O error that names the path and quotes the OS.
+fn assert_refused(path: &std::path::Path, errno: i32) {
+    let e = Input::file(path).expect_err("the OS refuses this input");
+    assert!(
+        matches!(&e, Error::Io { path: p, source }
+            if p == path && source.raw_os_error() == Some(errno)),
+        "{e:?}"
+    );
+    let os = std::io::Error::from_raw_os_error(errno);
+    assert_eq!(
+        e.to_string(),
+        format!("cannot read '{}': {os}", path.display())
+    );
+}
+
+/// An input file the OS will not open is an `Error::Io` naming the file
+/// and quoting the OS's reason, whoever runs the test: a path through a
+/// regular file (ENOTDIR, refused to root too), and a file without read
+/// permission (EACCES). Root may read any file, so as root the permission
+/// check runs again in a child process as user `nobody`.
 #[test]
 #[cfg(unix)]
-fn unreadable_file_is_an_error() {
+fn a_file_the_os_will_not_open_is_an_io_error_naming_it() {
     use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
     let dir = std::env::temp_dir().join(format!("ember-perm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("secret.txt");
-    std::fs::write(&f, b"x").unwrap();
-    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let res = Input::file(&f);
-    // root can read anything; the check is meaningful only for other users.
-    if std::fs::read(&f).is_err() {
-        let e = res.err().unwrap().to_string();
-        assert!(
-            e.contains("Permission denied") && e.contains("secret.txt"),
-            "{e}"
-        );
+    let plain = dir.join("plain.txt");
+    std::fs::write(&plain, b"x").unwrap();
+    assert_refused(&plain.join("input.txt"), libc::ENOTDIR);
+
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        let secret = dir.join("secret.txt");
+        std::fs::write(&secret, b"x").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
+        assert_refused(&secret, libc::EACCES);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
     }
+    let _ = std::fs::remove_dir_all(&dir);
+    const NOBODY: u32 = 65534;
+    let test = "a_file_the_os_will_not_open_is_an_io_error_naming_it";
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--test-threads=1"])
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .expect("root can start a process as nobody");
+    let out = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success() && out.contains("1 passed"),
+        "as nobody: {}\n{out}{}",
+        child.status,
+        String::from_utf8_lossy(&child.stderr)
+    );
 }
 
 #[test]

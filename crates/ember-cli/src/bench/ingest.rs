@@ -160,7 +160,7 @@ impl Work {
                     input.part_bytes(0)
                 };
                 let mut out = vec![0; records.len()];
-                order.gather_into(records, rt.threads(), &mut out);
+                order.gather_into(rt, records, &mut out);
                 let gather = t.elapsed().as_secs_f64();
                 let mut h = DefaultHasher::new();
                 h.write(&out);

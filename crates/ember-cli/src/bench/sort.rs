@@ -67,7 +67,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         let mut m = Measured::of(|| {
             let order = sort_order(rt, data, &RunOptions::default())?;
             let g = Instant::now();
-            order.gather_into(data, rt.threads(), &mut out);
+            order.gather_into(rt, data, &mut out);
             gather = g.elapsed().as_secs_f64();
             Ok(Some(order.stats))
         })?;
