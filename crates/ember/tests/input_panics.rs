@@ -1,7 +1,7 @@
-//! A panic in user code on the streamed path (the input's reader, or the
-//! job's record splitter run by the ingest thread or while a chunk is
-//! planned) ends the run with an error, and the runtime's next streamed run
-//! works.
+//! A panic in user code that reads or cuts the input (a streamed input's
+//! reader, or the job's record splitter, run by the ingest thread, while a
+//! chunk is planned, or while an in-memory input is cut into splits) ends
+//! the run with an error, and the runtime's next run works.
 
 use std::io::{Cursor, Read};
 
@@ -149,4 +149,37 @@ fn a_separator_panic_while_planning_a_chunk_is_a_split_error() {
         "{err:?}"
     );
     assert_streamed_run_works(&rt);
+}
+
+#[test]
+fn a_separator_panic_while_planning_in_memory_splits_is_a_split_error() {
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let mut data = b"ab cd ".repeat(50);
+    let opts = RunOptions::default().split_size(16);
+    // Planning looks for the first boundary at or after byte 16.
+    data[16] = b'!';
+    let err = rt
+        .run_with(&Words(bang), &Input::bytes(&data), &opts)
+        .expect_err("a panicking separator fails the run");
+    assert!(
+        matches!(
+            err,
+            Error::Panicked {
+                phase: Phase::Split,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "the job's split function panicked: the separator saw '!'"
+    );
+    // The runtime still works, with the same job on clean input.
+    data[16] = b'x';
+    let out = rt
+        .run_with(&Words(bang), &Input::bytes(&data), &opts)
+        .unwrap();
+    let total: u64 = out.pairs.iter().map(|p| p.1).sum();
+    assert_eq!(total, 100);
 }
