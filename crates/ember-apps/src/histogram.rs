@@ -13,7 +13,8 @@
 use std::io::{self, Write};
 
 use ember::{
-    Emit, Error, Input, Job, KeyHint, Records, Result, RunOptions, Runtime, Split, Stats, Sum,
+    Emit, Error, Input, Job, KeyHint, MapResult, Records, Result, RunOptions, Runtime, Split,
+    Stats, Sum,
 };
 use rand::RngCore;
 
@@ -250,7 +251,7 @@ impl Job for Histogram {
         KeyHint::Dense(KEYS)
     }
 
-    fn map<E: Emit<u16, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<u16, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         let mut tally = Tally::new();
         self.bmp.count_rows(split.data, &mut tally);
         for (key, &n) in tally.finish().iter().enumerate() {
@@ -258,6 +259,7 @@ impl Job for Histogram {
                 emit.emit(key as u16, n);
             }
         }
+        Ok(())
     }
 
     fn reduce(&self, _key: &u16, total: u64) -> u64 {

@@ -34,7 +34,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use ember::{
-    Bytes, Combiner, Emit, Error, Input, Job, KeepAll, Key, MapOnlyJob, Records, Result,
+    Bytes, Combiner, Emit, Error, Input, Job, KeepAll, Key, MapOnlyJob, MapResult, Records, Result,
     RunOptions, Runtime, Split, Stats,
 };
 use hashbrown::hash_table::{Entry, HashTable};
@@ -91,24 +91,28 @@ const FIRST_CAPACITY: usize = 6;
 
 impl Combiner<DocId> for Postings {
     type State = PostingList;
+    type Reduced<'a> = PostingList;
     // A posting list keeps one id per document: it grows with the values.
     const FOLDS: bool = false;
     #[inline(always)]
-    fn init(id: DocId) -> PostingList {
+    fn init(&self, id: DocId) -> PostingList {
         let mut ids = Vec::with_capacity(FIRST_CAPACITY);
         ids.push(id);
         PostingList { last: id, ids }
     }
     #[inline(always)]
-    fn add(list: &mut PostingList, id: DocId) {
+    fn add(&self, list: &mut PostingList, id: DocId) {
         if list.last != id {
             list.last = id;
             list.ids.push(id);
         }
     }
-    fn merge(list: &mut PostingList, other: PostingList) {
+    fn merge(&self, list: &mut PostingList, other: PostingList) {
         // `last` is only a hint to `add`, which no longer runs.
-        <KeepAll as Combiner<DocId>>::merge(&mut list.ids, other.ids);
+        KeepAll.merge(&mut list.ids, other.ids);
+    }
+    fn finish<O>(&self, list: PostingList, reduce: impl FnOnce(PostingList) -> O) -> O {
+        reduce(list)
     }
 }
 
@@ -150,11 +154,12 @@ impl MapOnlyJob for CountNewlines {
         Records::Fixed(LINE_BLOCK)
     }
 
-    fn map(&self, split: Split<'_>, out: &mut Vec<((usize, usize), u64)>) {
+    fn map(&self, split: Split<'_>, out: &mut Vec<((usize, usize), u64)>) -> MapResult {
         let first = split.offset as usize / LINE_BLOCK;
         for (i, block) in split.data.chunks(LINE_BLOCK).enumerate() {
             out.push(((split.part, first + i), count_newlines(block)));
         }
+        Ok(())
     }
 
     fn sort_output(&self) -> bool {
@@ -270,11 +275,11 @@ impl Job for InvertedIndex<'_> {
         }
     }
 
-    fn map<E: Emit<Bytes, DocId>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<Bytes, DocId>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         let Some(numbers) = &self.lines else {
             let doc = split.part as DocId;
             for_each_word(split.data, |w| emit.emit(w, doc));
-            return;
+            return Ok(());
         };
         // Ids fit: `LineNumbers::build` checked the line count.
         let mut doc = numbers.line_at(split.part, split.offset as usize) as DocId;
@@ -282,6 +287,7 @@ impl Job for InvertedIndex<'_> {
             for_each_word(line, |w| emit.emit(w, doc));
             doc = doc.wrapping_add(1);
         }
+        Ok(())
     }
 
     /// Yes: partial posting lists may be joined in any order and at any
@@ -618,11 +624,11 @@ mod tests {
 
     #[test]
     fn postings_drop_adjacent_repeats_only() {
-        let mut list = Postings::init(3);
+        let mut list = Postings.init(3);
         for id in [3, 3, 5, 3, 5, 5] {
-            Postings::add(&mut list, id);
+            Postings.add(&mut list, id);
         }
-        Postings::merge(&mut list, Postings::init(9));
+        Postings.merge(&mut list, Postings.init(9));
         assert_eq!(list.into_ids(), vec![3, 5, 3, 5, 9]);
     }
 

@@ -22,7 +22,8 @@
 //! combiner adds them; reduce divides.
 
 use ember::{
-    Combiner, Emit, Error, Input, Job, KeyHint, Records, Result, RunOptions, Runtime, Split, Stats,
+    Combiner, Emit, Error, Input, Job, KeyHint, MapResult, Records, Result, RunOptions, Runtime,
+    Split, Stats,
 };
 
 use crate::isa::{vectorized, Any, Fixed, Len};
@@ -61,14 +62,18 @@ pub struct AddClusters;
 
 impl Combiner<ClusterSum> for AddClusters {
     type State = ClusterSum;
-    fn init(v: ClusterSum) -> ClusterSum {
+    type Reduced<'a> = ClusterSum;
+    fn init(&self, v: ClusterSum) -> ClusterSum {
         v
     }
-    fn add(state: &mut ClusterSum, v: ClusterSum) {
+    fn add(&self, state: &mut ClusterSum, v: ClusterSum) {
         state.add(&v);
     }
-    fn merge(state: &mut ClusterSum, other: ClusterSum) {
+    fn merge(&self, state: &mut ClusterSum, other: ClusterSum) {
         state.add(&other);
+    }
+    fn finish<O>(&self, state: ClusterSum, reduce: impl FnOnce(ClusterSum) -> O) -> O {
+        reduce(state)
     }
 }
 
@@ -337,12 +342,13 @@ impl Job for Step<'_> {
         KeyHint::Dense(self.means.len() / self.dims)
     }
 
-    fn map<E: Emit<u32, ClusterSum>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<u32, ClusterSum>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         let mut acc = Accum::new(self.means.len() / self.dims, self.dims);
         assign(self.metric, self.dims, self.means, split.data, &mut acc);
         for (c, sum) in acc.clusters() {
             emit.emit(c as u32, sum);
         }
+        Ok(())
     }
 
     fn reduce(&self, _cluster: &u32, sum: ClusterSum) -> (Vec<i32>, u64) {

@@ -12,7 +12,8 @@
 use std::io::{self, Write};
 
 use ember::{
-    Emit, Error, Input, Job, KeyHint, Records, Result, RunOptions, Runtime, Split, Stats, Sum,
+    Emit, Error, Input, Job, KeyHint, MapResult, Records, Result, RunOptions, Runtime, Split,
+    Stats, Sum,
 };
 use rand::RngCore;
 
@@ -143,10 +144,11 @@ impl Job for LinearRegression {
         KeyHint::Dense(5)
     }
 
-    fn map<E: Emit<u8, i64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<u8, i64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         for (key, s) in sum_points(split.data).into_iter().enumerate() {
             emit.emit(key as u8, s);
         }
+        Ok(())
     }
 
     fn reduce(&self, _key: &u8, total: i64) -> i64 {

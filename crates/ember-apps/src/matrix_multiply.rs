@@ -20,7 +20,9 @@
 //! caches); the kernel computes `ROWS x STRIP` tiles of `C` in registers over
 //! blocks of `KC` inner indices and adds them into `C`.
 
-use ember::{Error, Input, MapOnlyJob, Records, Result, RunOptions, Runtime, Split, Stats};
+use ember::{
+    Error, Input, MapOnlyJob, MapResult, Records, Result, RunOptions, Runtime, Split, Stats,
+};
 
 use crate::isa::vectorized;
 use crate::matrix::{decode_into, Matrix};
@@ -139,9 +141,10 @@ impl MapOnlyJob for Pack {
         Records::Fixed(4 * self.p)
     }
 
-    fn map(&self, split: Split<'_>, out: &mut Vec<(u32, Vec<i32>)>) {
+    fn map(&self, split: Split<'_>, out: &mut Vec<(u32, Vec<i32>)>) -> MapResult {
         let first = split.offset as usize / (4 * self.p);
         out.push((first as u32, pack(split.data, self.p)));
+        Ok(())
     }
 
     fn sort_output(&self) -> bool {
@@ -248,13 +251,14 @@ impl MapOnlyJob for Multiply<'_> {
         Records::Fixed(4 * self.b.k)
     }
 
-    fn map(&self, split: Split<'_>, out: &mut Vec<(u32, Vec<i32>)>) {
+    fn map(&self, split: Split<'_>, out: &mut Vec<(u32, Vec<i32>)>) -> MapResult {
         let first = split.offset as usize / (4 * self.b.k);
         let mut a = Vec::with_capacity(split.data.len() / 4);
         decode_into(split.data, &mut a);
         let mut c = Vec::with_capacity(a.len() / self.b.k * self.b.p);
         multiply_rows(&a, self.b, &mut c);
         out.push((first as u32, c));
+        Ok(())
     }
 
     fn sort_output(&self) -> bool {

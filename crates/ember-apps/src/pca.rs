@@ -26,7 +26,8 @@
 //! balanced.
 
 use ember::{
-    Emit, Error, Input, Job, MapOnlyJob, Records, Result, RunOptions, Runtime, Split, Stats, Sum,
+    Emit, Error, Input, Job, MapOnlyJob, MapResult, Records, Result, RunOptions, Runtime, Split,
+    Stats, Sum,
 };
 
 use crate::isa::vectorized;
@@ -268,11 +269,12 @@ impl Job for RowSums {
         Records::Fixed(4 * self.cols)
     }
 
-    fn map<E: Emit<u32, i64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<u32, i64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         let first = split.offset as usize / (4 * self.cols);
         for (r, row) in split.data.chunks_exact(4 * self.cols).enumerate() {
             emit.emit((first + r) as u32, row_sum(row));
         }
+        Ok(())
     }
 
     fn reduce(&self, _row: &u32, sum: i64) -> i64 {
@@ -295,11 +297,12 @@ impl MapOnlyJob for Covariance<'_> {
         Records::Fixed(4 * self.cols)
     }
 
-    fn map(&self, split: Split<'_>, out: &mut Vec<(u32, Vec<f64>)>) {
+    fn map(&self, split: Split<'_>, out: &mut Vec<(u32, Vec<f64>)>) -> MapResult {
         let row_bytes = 4 * self.cols;
         let first = split.offset as usize / row_bytes;
         let rows = first..first + split.data.len() / row_bytes;
         covariance_rows(self.prepared, self.sums, self.cols, rows, out);
+        Ok(())
     }
 
     fn sort_output(&self) -> bool {

@@ -27,10 +27,9 @@
 
 use std::io::{self, Write};
 
-use ember::plumbing::StateOf;
 use ember::{
-    Emit, Error, Input, Job, KeepAll, KeyHint, MapOnlyJob, Records, Result, RunOptions, Runtime,
-    Split, Stats,
+    Emit, Error, Input, Job, KeepAll, KeyHint, MapOnlyJob, MapResult, Records, Result, RunOptions,
+    Runtime, Split, Stats,
 };
 use rand::Rng;
 use rayon::prelude::*;
@@ -147,7 +146,7 @@ impl MapOnlyJob for SortJob {
     /// Keys are emitted as one `u128` rather than as a `[u8; 10]` key
     /// beside a `u32` index: the merge compares two words instead of
     /// calling `memcmp`.
-    fn map(&self, split: Split<'_>, out: &mut Vec<(Packed, ())>) {
+    fn map(&self, split: Split<'_>, out: &mut Vec<(Packed, ())>) -> MapResult {
         let first = split.offset as usize / RECORD_LEN;
         let start = out.len();
         out.extend(
@@ -158,6 +157,7 @@ impl MapOnlyJob for SortJob {
                 .map(|(i, rec)| (pack(rec, first + i), ())),
         );
         out[start..].sort_unstable();
+        Ok(())
     }
 }
 
@@ -337,7 +337,7 @@ impl Job for RangeJob<'_> {
         KeyHint::Dense(self.ranges.len())
     }
 
-    fn map<E: Emit<u32, Vec<Packed>>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<u32, Vec<Packed>>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         let first = split.offset as usize / RECORD_LEN;
         let n = split.data.len() / RECORD_LEN;
         let ranges = self.ranges.len();
@@ -355,16 +355,16 @@ impl Job for RangeJob<'_> {
                 emit.emit(r as u32, keys);
             }
         }
+        Ok(())
     }
 
     /// The range's pieces (one per split that had keys in it), joined and
     /// sorted. Packed keys are distinct, so the order of the pieces (which
     /// depends on the schedule) does not matter.
-    fn reduce(&self, _range: &u32, pieces: StateOf<Self>) -> Vec<Packed> {
-        let mut keys = if pieces.len() == 1 {
-            pieces.into_iter().next().expect("one piece")
-        } else {
-            pieces.concat()
+    fn reduce(&self, _range: &u32, pieces: &mut [Vec<Packed>]) -> Vec<Packed> {
+        let mut keys = match pieces {
+            [one] => std::mem::take(one),
+            _ => pieces.concat(),
         };
         keys.sort_unstable();
         keys

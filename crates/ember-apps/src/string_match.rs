@@ -13,7 +13,9 @@
 
 use std::io::{self, Write};
 
-use ember::{Error, Input, MapOnlyJob, Records, Result, RunOptions, Runtime, Split, Stats};
+use ember::{
+    Error, Input, MapOnlyJob, MapResult, Records, Result, RunOptions, Runtime, Split, Stats,
+};
 use rand::{Rng, RngCore};
 
 use crate::blocks;
@@ -275,9 +277,10 @@ impl MapOnlyJob for StringMatch {
         Records::Lines
     }
 
-    fn map(&self, split: Split<'_>, out: &mut Vec<(u32, u64)>) {
+    fn map(&self, split: Split<'_>, out: &mut Vec<(u32, u64)>) -> MapResult {
         self.targets
             .scan(split.data, split.offset, |t, off| out.push((t, off)));
+        Ok(())
     }
 }
 

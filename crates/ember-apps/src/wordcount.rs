@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use ember::{Bytes, Emit, Job, Records, Split, Sum};
+use ember::{Bytes, Emit, Job, MapResult, Records, Split, Sum};
 
 /// 0: not a letter; 1: lower-case letter; 2: upper-case letter.
 static CLASS: [u8; 256] = {
@@ -134,7 +134,7 @@ impl Job for WordCount {
         Records::Separator(is_separator)
     }
 
-    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         // Two closures need the emitter: one announces, one emits.
         let emit = std::cell::RefCell::new(emit);
         for_each_word_ahead(
@@ -142,6 +142,7 @@ impl Job for WordCount {
             |w| emit.borrow_mut().prefetch(w),
             |w| emit.borrow_mut().emit(w, 1),
         );
+        Ok(())
     }
 
     fn reduce(&self, _word: &Bytes, count: u64) -> u64 {

@@ -32,10 +32,12 @@ pub(crate) type Run<J> = Vec<(<J as Job>::Key, <J as Job>::Out)>;
 
 /// A barrier-mode map and reduce over one source: a [`Visit`] of the run's
 /// containers.
-pub(crate) struct Barrier<'r, 'i, 'a, J> {
+pub(crate) struct Barrier<'r, 'i, 'a, J: Job> {
     pub(crate) pool: &'r Pool,
     pub(crate) ingest: &'r IngestThread,
     pub(crate) job: &'r J,
+    /// The combiner the containers were built with.
+    pub(crate) combiner: &'r J::Combiner,
     pub(crate) source: Source<'i, 'a>,
     pub(crate) progress: Option<&'r Progress>,
     pub(crate) stats: &'r mut Stats,
@@ -52,6 +54,7 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
             pool,
             ingest,
             job,
+            combiner,
             source,
             progress,
             stats,
@@ -76,7 +79,7 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
         let reduce_start = Instant::now();
         let reduce_busy = Busy::new(pool);
         let containers = workers.into_iter().map(|(c, _)| c.inner);
-        let (runs, tasks) = reduce(pool, job, containers, held, &reduce_busy)?;
+        let (runs, tasks) = reduce(pool, (job, combiner), containers, held, &reduce_busy)?;
         stats.reduce_tasks = tasks;
         stats.reduce_secs = secs(reduce_start.elapsed());
         stats.map_busy_secs = map_busy.secs();
@@ -95,7 +98,7 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
 /// small output (`held` entries in all) is reduced on the calling thread.
 fn reduce<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     pool: &Pool,
-    job: &J,
+    (job, combiner): (&J, &J::Combiner),
     containers: impl ExactSizeIterator<Item = C>,
     held: usize,
     busy: &Busy<'_>,
@@ -119,7 +122,7 @@ fn reduce<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
         // worker 0.
         tasks[pool.current_index().unwrap_or(0)].fetch_add(1, Relaxed);
         unwind::catch(Phase::Reduce, || {
-            busy.time(|| C::reduce(parts, |k, s| job.reduce(k, s)))
+            busy.time(|| C::reduce(parts, combiner, |k, r| job.reduce(k, r)))
         })
     };
     let runs: Vec<Result<Run<J>>> = if held <= SMALL_REDUCE && J::Combiner::FOLDS {

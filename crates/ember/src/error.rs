@@ -55,6 +55,17 @@ pub enum Error {
         /// The panic message.
         message: String,
     },
+    /// A record the job's `map` could not interpret (it returned
+    /// [`Malformed`](crate::Malformed)).
+    #[error("malformed record in '{}' at byte {offset}: {message}", path.display())]
+    Malformed {
+        /// The input part (file) that holds the record.
+        path: PathBuf,
+        /// The record's byte offset in that part.
+        offset: u64,
+        /// What `map` said is wrong with it.
+        message: String,
+    },
     /// Input that the job cannot interpret.
     #[error("invalid input: {0}")]
     InvalidInput(String),

@@ -142,6 +142,61 @@ pub struct Split<'a> {
     pub offset: u64,
 }
 
+impl Split<'_> {
+    /// The error for a malformed record that starts at `record`, a slice
+    /// of this split's data (a line, a field); for a slice from elsewhere,
+    /// the split's start.
+    ///
+    /// ```
+    /// use ember::{Malformed, Split};
+    ///
+    /// let split = Split { data: b"1\n2\nx\n", part: 0, offset: 100 };
+    /// let line = split.data.split(|&b| b == b'\n').nth(2).unwrap();
+    /// assert_eq!(split.malformed(line, "not a number").at(), 4);
+    /// ```
+    pub fn malformed(&self, record: &[u8], message: impl Into<String>) -> Malformed {
+        let start = self.data.as_ptr() as usize;
+        let at = (record.as_ptr() as usize)
+            .checked_sub(start)
+            .filter(|&at| at <= self.data.len())
+            .unwrap_or(0);
+        Malformed::new(at, message)
+    }
+}
+
+/// A record `map` cannot interpret: where it starts within the split and
+/// what is wrong. The run fails with
+/// [`Error::Malformed`](crate::Error::Malformed), which names the input
+/// file and the record's byte offset in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed {
+    at: usize,
+    message: String,
+}
+
+impl Malformed {
+    /// A malformed record at byte `at` of the split's data.
+    pub fn new(at: usize, message: impl Into<String>) -> Self {
+        Malformed {
+            at,
+            message: message.into(),
+        }
+    }
+
+    /// The record's byte offset within the split's data.
+    pub fn at(&self) -> usize {
+        self.at
+    }
+
+    /// What is wrong with it.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// What `map` returns: `Err` stops the run with the record's place.
+pub type MapResult = std::result::Result<(), Malformed>;
+
 /// The sink `map` emits key/value pairs into.
 ///
 /// Containers and pipelines implement it; a job's `map` is generic over it,
@@ -166,10 +221,15 @@ pub trait Emit<K: Key, V> {
 /// The per-key state a job's combiner keeps.
 pub type StateOf<J> = <<J as Job>::Combiner as Combiner<<J as Job>::Value>>::State;
 
+/// What a job's `reduce` receives for a key (its combiner's
+/// [`Reduced`](Combiner::Reduced)): the total for [`Sum`](crate::Sum), a
+/// slice of values for [`KeepAll`](crate::KeepAll).
+pub type ReducedOf<'a, J> = <<J as Job>::Combiner as Combiner<<J as Job>::Value>>::Reduced<'a>;
+
 /// A MapReduce job.
 ///
 /// ```
-/// use ember::{Bytes, Emit, Job, Records, Runtime, Split, Input, Sum};
+/// use ember::{Bytes, Emit, Input, Job, MapResult, Records, Runtime, Split, Sum};
 ///
 /// /// Counts whitespace-separated words.
 /// struct Words;
@@ -183,10 +243,11 @@ pub type StateOf<J> = <<J as Job>::Combiner as Combiner<<J as Job>::Value>>::Sta
 ///     fn records(&self) -> Records {
 ///         Records::Separator(|b| b.is_ascii_whitespace())
 ///     }
-///     fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) {
+///     fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
 ///         for w in split.data.split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty()) {
 ///             emit.emit(w, 1);
 ///         }
+///         Ok(())
 ///     }
 ///     fn reduce(&self, _key: &Bytes, total: u64) -> u64 {
 ///         total
@@ -203,8 +264,9 @@ pub trait Job: Sync {
     type Key: Key;
     /// The value type `map` emits.
     type Value: Send;
-    /// How values of one key fold together (applied at insert).
-    type Combiner: Combiner<Self::Value>;
+    /// How values of one key fold together (applied at insert), and what
+    /// `reduce` receives.
+    type Combiner: Combiner<Self::Value> + Default;
     /// What `reduce` produces for a key.
     type Out: Send;
 
@@ -225,11 +287,21 @@ pub trait Job: Sync {
         ContainerKind::Auto
     }
 
-    /// Maps one split, emitting pairs.
-    fn map<E: Emit<Self::Key, Self::Value>>(&self, split: Split<'_>, emit: &mut E);
+    /// The combiner the run uses: its default value unless the job
+    /// overrides this to set the combiner's parameters.
+    fn combiner(&self) -> Self::Combiner {
+        Self::Combiner::default()
+    }
 
-    /// Reduces the combined state of one key to its output value.
-    fn reduce(&self, key: &Self::Key, state: StateOf<Self>) -> Self::Out;
+    /// Maps one split, emitting pairs. A record it cannot interpret is an
+    /// `Err` ([`Split::malformed`] makes one): the run stops and returns
+    /// [`Error::Malformed`](crate::Error::Malformed) with its place.
+    fn map<E: Emit<Self::Key, Self::Value>>(&self, split: Split<'_>, emit: &mut E) -> MapResult;
+
+    /// Reduces one key's values, as its combiner hands them over
+    /// ([`ReducedOf`]: the total for [`Sum`](crate::Sum), a slice for
+    /// [`KeepAll`](crate::KeepAll)), to its output value.
+    fn reduce(&self, key: &Self::Key, values: ReducedOf<'_, Self>) -> Self::Out;
 
     /// True when the job's map and reduce may be pipelined
     /// ([`Mode::Pipelined`](crate::Mode)): its `reduce` input is the state of
@@ -263,8 +335,9 @@ pub trait MapOnlyJob: Sync {
         Records::Lines
     }
 
-    /// Maps one split, appending pairs to `out`.
-    fn map(&self, split: Split<'_>, out: &mut Vec<(Self::Key, Self::Value)>);
+    /// Maps one split, appending pairs to `out`; a record it cannot
+    /// interpret is an `Err`, as for [`Job::map`].
+    fn map(&self, split: Split<'_>, out: &mut Vec<(Self::Key, Self::Value)>) -> MapResult;
 
     /// Sort the output by key (stably)? Yes by default; no leaves it in
     /// input order.

@@ -654,7 +654,7 @@ impl Hasher for KeyHasher {
 /// with [`KeyHasher`], ordered by its `Ord`.
 ///
 /// ```
-/// use ember::{Emit, Input, Job, Records, Runtime, Split, Sum};
+/// use ember::{Emit, Input, Job, MapResult, Records, Runtime, Split, Sum};
 ///
 /// /// A cell of a grid.
 /// #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -674,10 +674,11 @@ impl Hasher for KeyHasher {
 ///     fn records(&self) -> Records {
 ///         Records::Fixed(2)
 ///     }
-///     fn map<E: Emit<Cell, u64>>(&self, split: Split<'_>, emit: &mut E) {
+///     fn map<E: Emit<Cell, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
 ///         for p in split.data.chunks_exact(2) {
 ///             emit.emit(Cell { x: p[0] as i16 / 16, y: p[1] as i16 / 16 }, 1);
 ///         }
+///         Ok(())
 ///     }
 ///     fn reduce(&self, _cell: &Cell, n: u64) -> u64 {
 ///         n

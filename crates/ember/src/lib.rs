@@ -10,7 +10,7 @@
 //! where the time went.
 //!
 //! ```
-//! use ember::{Bytes, Emit, Input, Job, Records, Runtime, Split, Sum};
+//! use ember::{Emit, Input, Job, MapResult, Records, Runtime, Split, Sum};
 //!
 //! struct Letters;
 //! impl Job for Letters {
@@ -19,8 +19,9 @@
 //!     type Combiner = Sum;
 //!     type Out = u64;
 //!     fn records(&self) -> Records { Records::Fixed(1) }
-//!     fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) {
+//!     fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
 //!         for &b in split.data { emit.emit(b, 1) }
+//!         Ok(())
 //!     }
 //!     fn reduce(&self, _k: &u8, n: u64) -> u64 { n }
 //! }
@@ -67,7 +68,9 @@ mod unwind;
 pub use combine::{Combiner, KeepAll, Max, Min, Sum};
 pub use error::{Error, Phase, Result};
 pub use input::Input;
-pub use job::{ContainerKind, Emit, Job, KeyHint, MapOnlyJob, Records, Split};
+pub use job::{
+    ContainerKind, Emit, Job, KeyHint, Malformed, MapOnlyJob, MapResult, Records, Split,
+};
 pub use key::{Bytes, Key};
 pub use options::RunOptions;
 pub use progress::Progress;
@@ -94,7 +97,8 @@ pub mod tune {
 /// type of a job, and a prefetch hint for map functions that read memory at
 /// random.
 pub mod plumbing {
-    pub use crate::job::StateOf;
+    pub use crate::combine::Values;
+    pub use crate::job::{ReducedOf, StateOf};
     pub use crate::key::{BytesProbe, KeyHasher, TupleView2, TupleView3, INLINE_KEY_BYTES};
 
     /// Asks the CPU to bring the cache line at `p` in ahead of a read: for

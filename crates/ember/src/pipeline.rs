@@ -260,7 +260,7 @@ mod tests {
     use crate::container::hash::HashContainer;
     use crate::container::Counting;
     use crate::input::plan_splits;
-    use crate::job::{Emit, Records, Split};
+    use crate::job::{Emit, MapResult, Records, Split};
 
     /// Counts 2-byte keys: 65536 possible keys, repeated.
     struct Pairs;
@@ -273,10 +273,11 @@ mod tests {
         fn records(&self) -> Records {
             Records::Fixed(2)
         }
-        fn map<E: Emit<u16, u64>>(&self, split: Split<'_>, emit: &mut E) {
+        fn map<E: Emit<u16, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
             for c in split.data.chunks_exact(2) {
                 emit.emit(u16::from_le_bytes([c[0], c[1]]), 1);
             }
+            Ok(())
         }
         fn reduce(&self, _key: &u16, n: u64) -> u64 {
             n
@@ -309,7 +310,7 @@ mod tests {
             let pool = Pool::new(threads, true).unwrap();
             let sample: Vec<usize> = (0..splits.len()).step_by(7).collect();
             let mut containers: Vec<HashOf<Pairs>> = (0..threads)
-                .map(|_| Counting::new(HashContainer::new(4 * threads, 16)))
+                .map(|_| Counting::new(HashContainer::new(4 * threads, 16, Sum)))
                 .collect();
             for (n, &i) in sample.iter().enumerate() {
                 let s = splits[i];
@@ -318,7 +319,7 @@ mod tests {
                     part: 0,
                     offset: s.start as u64,
                 };
-                Pairs.map(split, &mut containers[n % threads]);
+                Pairs.map(split, &mut containers[n % threads]).unwrap();
             }
             let mut stats = Stats::default();
             let opts = PipelineOptions::default().buffer_bytes(256);

@@ -209,15 +209,17 @@ impl Runtime {
             keys: prediction.map_or(0, |p| p.keys_per_worker as usize),
             pairs: prediction.map_or(0, |p| p.pairs_per_worker as usize),
         };
+        let combiner = job.combiner();
         let barrier = Barrier {
             pool: &self.pool,
             ingest: &self.ingest,
             job,
+            combiner: &combiner,
             source: self.source(input, splits, job.records(), opts)?,
             progress: opts.progress.as_ref(),
             stats: &mut *stats,
         };
-        let runs = container::build(plan.container, sizing, kept, barrier)?;
+        let runs = container::build(plan.container, (sizing, &combiner), kept, barrier)?;
         if keep {
             // The kept sample's pieces were map tasks too, and took the
             // place of the splits they were cut from.
@@ -312,8 +314,9 @@ impl Runtime {
             |_| Vec::new(),
             |runs, i, split| {
                 let mut out = Vec::new();
-                busy.time(|| job.map(split, &mut out));
+                busy.time(|| job.map(split, &mut out))?;
                 runs.push((i, out));
+                Ok(())
             },
         )?;
         stats.map_secs = secs(map_start.elapsed());
@@ -366,6 +369,7 @@ impl Runtime {
             .or(self.split_size)
             .unwrap_or_else(|| default_split_size(chunk_size, self.threads()));
         Ok(Source::Stream {
+            input,
             reader: ChunkReader::new(input.take_streams()?, records, chunk_size),
             split_size,
             buffers,

@@ -93,18 +93,21 @@ pub(crate) fn run<J: Job>(
     let bytes: usize = pieces.iter().map(|s| s.end - s.start).sum();
     let fraction = bytes as f64 / input.len().max(1) as f64;
     let split_at = |i: usize| split_in(input, &pieces[i]);
+    let n = (input, pieces.len());
     let (kept, tasks, histories) = if J::Combiner::FOLDS {
+        let combiner = job.combiner();
         let workers = map_splits(
             pool,
-            pieces.len(),
+            n,
             split_at,
             |_| {
-                let c = HashContainer::new(partitions, INITIAL_CAPACITY);
+                let c = HashContainer::new(partitions, INITIAL_CAPACITY, combiner.clone());
                 (Counting::new(c), History::new())
             },
             |(c, history): &mut (HashOf<J>, History), _, split| {
-                job.map(split, c);
+                job.map(split, c)?;
                 history.push((c.pairs, c.distinct() as u64));
+                Ok(())
             },
         )?;
         let tasks = workers.iter().map(|w| w.1).collect();
@@ -113,12 +116,13 @@ pub(crate) fn run<J: Job>(
     } else {
         let workers = map_splits(
             pool,
-            pieces.len(),
+            n,
             split_at,
             |_| (Counting::new(KeyHashes::new()), History::new()),
             |(c, history), _, split| {
-                job.map(split, c);
+                job.map(split, c)?;
                 history.push((c.pairs, c.inner.len() as u64));
+                Ok(())
             },
         )?;
         let histories: Vec<History> = workers.into_iter().map(|w| w.0 .1).collect();

@@ -19,15 +19,15 @@ use std::time::Instant;
 use crate::error::{Error, Phase, Result};
 use crate::ingest::{plan_chunk, Chunk, ChunkReader, IngestThread};
 use crate::input::{Input, SplitRange};
-use crate::job::{Records, Split};
+use crate::job::{Malformed, MapResult, Records, Split};
 use crate::pool::Pool;
 use crate::progress::{self, Progress};
 use crate::stats::{secs, ChunkStats, Stats};
 use crate::unwind::Failure;
 
 /// Runs `task(i)` for split indices `0..n` drawn from `next` until none is
-/// left or the run has failed; a panic in `task` is recorded in `failure`
-/// and stops this worker. Returns how many tasks it ran.
+/// left or the run has failed; an error or a panic in `task` is recorded in
+/// `failure` and stops this worker. Returns how many tasks it ran.
 ///
 /// `next` is relaxed: it only has to give each index to one worker, and the
 /// end of the phase (the pool's join) orders the workers' results.
@@ -35,7 +35,7 @@ pub(crate) fn pull(
     next: &AtomicUsize,
     n: usize,
     failure: &Failure,
-    mut task: impl FnMut(usize),
+    mut task: impl FnMut(usize) -> Result<()>,
 ) -> u64 {
     let mut done = 0;
     while !failure.is_set() {
@@ -50,24 +50,38 @@ pub(crate) fn pull(
 
 /// Maps splits `0..n` on every worker: each makes its own state with
 /// `new_worker(worker)`, then pulls indices and calls `map(state, index,
-/// split_at(index))`. Returns each worker's state and task count, in
-/// worker order.
+/// split_at(index))`. A malformed record fails the run with its place in
+/// `input`. Returns each worker's state and task count, in worker order.
 pub(crate) fn map_splits<'s, W: Send>(
     pool: &Pool,
-    n: usize,
+    (input, n): (&Input<'_>, usize),
     split_at: impl Fn(usize) -> Split<'s> + Sync,
     new_worker: impl Fn(usize) -> W + Sync,
-    map: impl Fn(&mut W, usize, Split<'s>) + Sync,
+    map: impl Fn(&mut W, usize, Split<'s>) -> MapResult + Sync,
 ) -> Result<Vec<(W, u64)>> {
     let next = AtomicUsize::new(0);
     let failure = Failure::new();
     let workers = pool.broadcast(|w| {
         let mut state = new_worker(w);
-        let tasks = pull(&next, n, &failure, |i| map(&mut state, i, split_at(i)));
+        let tasks = pull(&next, n, &failure, |i| {
+            let split = split_at(i);
+            let at = (split.part, split.offset);
+            map(&mut state, i, split).map_err(|m| malformed(m, input, at))
+        });
         (state, tasks)
     });
     failure.into_result()?;
     Ok(workers)
+}
+
+/// The run's error for a malformed record in the split at `(part, offset)`
+/// of `input`.
+pub(crate) fn malformed(m: Malformed, input: &Input<'_>, (part, offset): (usize, u64)) -> Error {
+    Error::Malformed {
+        path: input.part_name(part).to_path_buf(),
+        offset: offset + m.at() as u64,
+        message: m.message().to_owned(),
+    }
 }
 
 /// Where a run's map input comes from.
@@ -77,6 +91,7 @@ pub(crate) enum Source<'i, 'a> {
     /// A streamed input, read in chunks of splits of `split_size` bytes,
     /// `buffers` chunks at a time.
     Stream {
+        input: &'i Input<'a>,
         reader: ChunkReader,
         split_size: usize,
         buffers: usize,
@@ -102,36 +117,40 @@ pub(crate) fn map_source<W: Send>(
     (source, progress): (Source<'_, '_>, Option<&Progress>),
     stats: &mut Stats,
     new_worker: impl Fn(usize) -> W + Sync,
-    map: impl Fn(&mut W, usize, Split<'_>) + Sync,
+    map: impl Fn(&mut W, usize, Split<'_>) -> MapResult + Sync,
 ) -> Result<Vec<(W, u64)>> {
     let map = |w: &mut W, i: usize, split: Split<'_>| {
         let bytes = split.data.len();
-        map(w, i, split);
+        map(w, i, split)?;
         progress::add(progress, bytes);
+        Ok(())
     };
     match source {
         Source::Memory(input, splits) => map_splits(
             pool,
-            splits.len(),
+            (input, splits.len()),
             |i| split_in(input, &splits[i]),
             new_worker,
             map,
         ),
         Source::Stream {
+            input,
             reader,
             split_size,
             buffers,
         } => {
             let records = reader.records();
             let (empty, full) = ingest.read(reader, buffers)?;
-            let mut stream = Stream::new((empty, full, records), buffers, stats);
+            let mut stream = Stream::new((input, empty, full, records), buffers, stats);
             stream.map(pool, split_size, new_worker, map)
         }
     }
 }
 
 /// A streamed run's chunk loop and its accounting.
-struct Stream<'s> {
+struct Stream<'s, 'i, 'a> {
+    /// The input, for the names of its parts.
+    input: &'i Input<'a>,
     empty: Sender<Chunk>,
     full: Receiver<Result<Chunk>>,
     records: Records,
@@ -140,15 +159,21 @@ struct Stream<'s> {
     stats: &'s mut Stats,
 }
 
-impl<'s> Stream<'s> {
+impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
     fn new(
-        (empty, full, records): (Sender<Chunk>, Receiver<Result<Chunk>>, Records),
+        (input, empty, full, records): (
+            &'i Input<'a>,
+            Sender<Chunk>,
+            Receiver<Result<Chunk>>,
+            Records,
+        ),
         buffers: usize,
         stats: &'s mut Stats,
     ) -> Self {
         // Counted as chunks arrive (a streamed size may not be known).
         stats.input_bytes = 0;
         Stream {
+            input,
             empty,
             full,
             records,
@@ -173,7 +198,7 @@ impl<'s> Stream<'s> {
         pool: &Pool,
         split_size: usize,
         new_worker: impl Fn(usize) -> W + Sync,
-        map: impl Fn(&mut W, usize, Split<'_>) + Sync,
+        map: impl Fn(&mut W, usize, Split<'_>) -> MapResult + Sync,
     ) -> Result<Vec<(W, u64)>> {
         let mut workers: Vec<(W, u64)> = Vec::new();
         let mut base = 0;
@@ -198,7 +223,8 @@ impl<'s> Stream<'s> {
                     None => (new_worker(w), 0),
                 }
             };
-            let out = map_splits(pool, splits.len(), split_at, state, |st, i, split| {
+            let n = (self.input, splits.len());
+            let out = map_splits(pool, n, split_at, state, |st, i, split| {
                 map(&mut st.0, base + i, split)
             })?;
             workers = out.into_iter().map(|((st, t0), t)| (st, t0 + t)).collect();

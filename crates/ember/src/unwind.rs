@@ -61,11 +61,15 @@ impl Failure {
         self.set.store(true, Relaxed);
     }
 
-    /// Runs `f` under [`catch`] for `phase`, recording a panic (unless it
-    /// is [`Aborted`]); true when `f` returned.
-    pub(crate) fn run(&self, phase: Phase, f: impl FnOnce()) -> bool {
+    /// Runs `f` under [`catch`] for `phase`, recording the error it returns
+    /// or its panic (unless it is [`Aborted`]); true when `f` succeeded.
+    pub(crate) fn run(&self, phase: Phase, f: impl FnOnce() -> Result<()>) -> bool {
         match catch_unwind(AssertUnwindSafe(f)) {
-            Ok(()) => true,
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                self.record(e);
+                false
+            }
             Err(p) if p.is::<Aborted>() => false,
             Err(p) => {
                 self.record(Error::panicked(phase, p));
@@ -90,7 +94,7 @@ mod tests {
     #[test]
     fn the_first_failure_wins_and_aborts_are_not_recorded() {
         let f = Failure::new();
-        assert!(f.run(Phase::Map, || {}));
+        assert!(f.run(Phase::Map, || Ok(())));
         assert!(!f.run(Phase::Map, || abort()));
         assert!(!f.is_set());
         assert!(!f.run(Phase::Reduce, || panic!("first")));

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 use std::io::Cursor;
 
-use ember::{Bytes, Emit, Error, Input, Job, Phase, Records, RunOptions, Runtime, Split, Sum};
+use ember::{
+    Bytes, Emit, Error, Input, Job, MapResult, Phase, Records, RunOptions, Runtime, Split, Sum,
+};
 
 /// A small deterministic generator (64-bit LCG, high bits).
 struct Lcg(u64);
@@ -125,11 +127,12 @@ impl Job for Ledger {
         self.0
     }
 
-    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         for row in csv_rows(split.data) {
             let (account, amount) = entry(&row);
             emit.emit(account.as_bytes(), amount);
         }
+        Ok(())
     }
 
     fn reduce(&self, _key: &Bytes, total: u64) -> u64 {
@@ -223,10 +226,11 @@ impl Job for Framed {
         Records::Custom(framed_next)
     }
 
-    fn map<E: Emit<u32, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<u32, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         for f in frames(split.data) {
             emit.emit(f.len() as u32 % 16, f.iter().map(|&b| b as u64).sum());
         }
+        Ok(())
     }
 
     fn reduce(&self, _key: &u32, total: u64) -> u64 {

@@ -5,7 +5,9 @@
 
 use std::io::{Cursor, Read};
 
-use ember::{Bytes, Emit, Error, Input, Job, Phase, Records, RunOptions, Runtime, Split, Sum};
+use ember::{
+    Bytes, Emit, Error, Input, Job, MapResult, Phase, Records, RunOptions, Runtime, Split, Sum,
+};
 
 /// Counts space-separated words; cuts records with the given separator.
 struct Words(fn(u8) -> bool);
@@ -20,10 +22,11 @@ impl Job for Words {
         Records::Separator(self.0)
     }
 
-    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         for w in split.data.split(|&b| b == b' ').filter(|w| !w.is_empty()) {
             emit.emit(w, 1);
         }
+        Ok(())
     }
 
     fn reduce(&self, _key: &Bytes, n: u64) -> u64 {

@@ -13,9 +13,11 @@
 
 use std::collections::BTreeMap;
 
-use ember::plumbing::{StateOf, INLINE_KEY_BYTES};
+use ember::plumbing::INLINE_KEY_BYTES;
 use ember::tune::MergeKind;
-use ember::{Bytes, ContainerKind, Emit, Input, Job, KeepAll, RunOptions, Runtime, Split, Sum};
+use ember::{
+    Bytes, ContainerKind, Emit, Input, Job, KeepAll, MapResult, RunOptions, Runtime, Split, Sum,
+};
 
 /// Distinct words in the input: enough that the p-way merge splits its
 /// runs into ranges (it sorts small outputs in one piece).
@@ -49,12 +51,13 @@ impl Job for Count {
     type Combiner = Sum;
     type Out = String;
 
-    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         for w in split.data.split(|b| b.is_ascii_whitespace()) {
             if !w.is_empty() {
                 emit.emit(w, 1);
             }
         }
+        Ok(())
     }
 
     fn reduce(&self, _word: &Bytes, n: u64) -> String {
@@ -72,15 +75,16 @@ impl Job for Occurrences {
     type Combiner = KeepAll;
     type Out = String;
 
-    fn map<E: Emit<Bytes, String>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<Bytes, String>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         for w in split.data.split(|b| b.is_ascii_whitespace()) {
             if !w.is_empty() {
                 emit.emit(w, String::from_utf8_lossy(w).into_owned());
             }
         }
+        Ok(())
     }
 
-    fn reduce(&self, word: &Bytes, all: StateOf<Self>) -> String {
+    fn reduce(&self, word: &Bytes, all: &mut [String]) -> String {
         assert!(all.iter().all(|w| w.as_bytes() == word.as_bytes()));
         all.len().to_string()
     }

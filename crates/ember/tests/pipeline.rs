@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ember::{
-    Combiner, Emit, Error, Input, Job, KeyHint, MapOnlyJob, Phase, Records, RunOptions, Runtime,
-    Split, Sum,
+    Combiner, Emit, Error, Input, Job, KeyHint, MapOnlyJob, MapResult, Phase, Records, RunOptions,
+    Runtime, Split, Sum,
 };
 
 use ember::stats::{ModeReason, RunMode};
@@ -41,7 +41,11 @@ impl<C> Default for Histogram<C> {
     }
 }
 
-impl<C: Combiner<u64, State = u64>> Job for Histogram<C> {
+impl<C> Job for Histogram<C>
+where
+    C: Combiner<u64, State = u64> + Default,
+    for<'a> C: Combiner<u64, Reduced<'a> = u64>,
+{
     type Key = u8;
     type Value = u64;
     type Combiner = C;
@@ -55,13 +59,14 @@ impl<C: Combiner<u64, State = u64>> Job for Histogram<C> {
         self.keys
     }
 
-    fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         for &b in split.data {
             if Some(b) == self.panic_in_map_on {
                 panic!("map saw byte {b}");
             }
             emit.emit(b, 1);
         }
+        Ok(())
     }
 
     fn reduce(&self, key: &u8, n: u64) -> u64 {
@@ -124,41 +129,63 @@ struct SlowFolds {
     keys: u32,
 }
 
-/// A sum whose `merge` is slow on worker 0: reducer 0 falls behind the
-/// mappers, which keep sending it buffers.
-struct SlowSum;
+/// A sum that calls `H::on_merge` before each merge (what a reducer does
+/// with every folded entry).
+#[derive(Clone, Default)]
+struct HookedSum<H>(PhantomData<H>);
 
-impl Combiner<u64> for SlowSum {
+/// What [`HookedSum`] does on a merge.
+trait MergeHook: Clone + Default + Send + Sync {
+    fn on_merge();
+}
+
+impl<H: MergeHook> Combiner<u64> for HookedSum<H> {
     type State = u64;
-    fn init(v: u64) -> u64 {
+    type Reduced<'a> = u64;
+    fn init(&self, v: u64) -> u64 {
         v
     }
-    fn add(s: &mut u64, v: u64) {
+    fn add(&self, s: &mut u64, v: u64) {
         *s += v;
     }
-    fn merge(s: &mut u64, other: u64) {
+    fn merge(&self, s: &mut u64, other: u64) {
+        H::on_merge();
+        *s += other;
+    }
+    fn finish<O>(&self, s: u64, reduce: impl FnOnce(u64) -> O) -> O {
+        reduce(s)
+    }
+}
+
+/// Merges are slow on worker 0: reducer 0 falls behind the mappers, which
+/// keep sending it buffers.
+#[derive(Clone, Default)]
+struct Slow;
+
+impl MergeHook for Slow {
+    fn on_merge() {
         if std::thread::current().name() == Some("ember-worker-0") {
             std::thread::sleep(Duration::from_micros(50));
         }
-        *s += other;
     }
 }
 
 impl Job for SlowFolds {
     type Key = u32;
     type Value = u64;
-    type Combiner = SlowSum;
+    type Combiner = HookedSum<Slow>;
     type Out = u64;
 
     fn records(&self) -> Records {
         Records::Fixed(4)
     }
 
-    fn map<E: Emit<u32, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<u32, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         for c in split.data.chunks_exact(4) {
             let v = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
             emit.emit(v % self.keys, 1);
         }
+        Ok(())
     }
 
     fn reduce(&self, _key: &u32, n: u64) -> u64 {
@@ -285,26 +312,19 @@ fn a_panic_in_reduce_is_an_error_not_a_hang() {
     }
 }
 
-/// Whether [`PanickySum`]'s merge panics.
+/// Whether [`Panicky`] merges panic.
 static ARMED: AtomicBool = AtomicBool::new(false);
 
-/// A sum whose merge panics once armed: a panic while a reducer folds
-/// buffers (and, under back-pressure, while a mapper folds).
-struct PanickySum;
+/// Merges panic once armed: a panic while a reducer folds buffers (and,
+/// under back-pressure, while a mapper folds).
+#[derive(Clone, Default)]
+struct Panicky;
 
-impl Combiner<u64> for PanickySum {
-    type State = u64;
-    fn init(v: u64) -> u64 {
-        v
-    }
-    fn add(s: &mut u64, v: u64) {
-        *s += v;
-    }
-    fn merge(s: &mut u64, other: u64) {
+impl MergeHook for Panicky {
+    fn on_merge() {
         if ARMED.load(Ordering::Relaxed) {
             panic!("merge failed");
         }
-        *s += other;
     }
 }
 
@@ -322,7 +342,7 @@ fn a_panic_while_folding_is_a_reduce_error_not_a_hang() {
             Some(100),
         );
         rt.run_with(
-            &Histogram::<PanickySum>::default(),
+            &Histogram::<HookedSum<Panicky>>::default(),
             &Input::bytes(&data),
             &opts,
         )
@@ -465,10 +485,11 @@ struct LineLengths;
 impl MapOnlyJob for LineLengths {
     type Key = u64;
     type Value = usize;
-    fn map(&self, split: Split<'_>, out: &mut Vec<(u64, usize)>) {
+    fn map(&self, split: Split<'_>, out: &mut Vec<(u64, usize)>) -> MapResult {
         for (i, line) in split.data.split(|&b| b == b'\n').enumerate() {
             out.push((split.offset + i as u64, line.len()));
         }
+        Ok(())
     }
 }
 

@@ -8,7 +8,8 @@ use std::fmt::Debug;
 use std::marker::PhantomData;
 
 use ember::{
-    Bytes, ContainerKind, Emit, Input, Job, Key, Records, RunOptions, Runtime, Split, Sum,
+    Bytes, ContainerKind, Emit, Input, Job, Key, MapResult, Records, RunOptions, Runtime, Split,
+    Sum,
 };
 
 /// A grid cell: a user type, made a key in one line.
@@ -105,10 +106,11 @@ impl<T: Keying> Job for Totals<T> {
         Records::Fixed(4)
     }
 
-    fn map<E: Emit<T::K, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<T::K, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         for rec in split.data.chunks_exact(4) {
             emit.emit(T::key(rec), rec[3] as u64);
         }
+        Ok(())
     }
 
     fn reduce(&self, _key: &T::K, total: u64) -> u64 {

@@ -5,7 +5,9 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use std::thread::ThreadId;
 
-use ember::{Emit, Error, Input, Job, MapOnlyJob, Phase, RunOptions, Runtime, Split, Sum};
+use ember::{
+    Emit, Error, Input, Job, MapOnlyJob, MapResult, Phase, RunOptions, Runtime, Split, Sum,
+};
 
 /// Counts bytes; records which threads ran map; panics on demand.
 struct ByteCount<'a> {
@@ -24,7 +26,7 @@ impl Job for ByteCount<'_> {
         ember::Records::Fixed(1)
     }
 
-    fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         self.threads
             .lock()
             .unwrap()
@@ -35,6 +37,7 @@ impl Job for ByteCount<'_> {
             }
             emit.emit(b, 1);
         }
+        Ok(())
     }
 
     fn reduce(&self, key: &u8, n: u64) -> u64 {
@@ -253,12 +256,13 @@ struct Lines;
 impl MapOnlyJob for Lines {
     type Key = Vec<u8>;
     type Value = u64;
-    fn map(&self, split: Split<'_>, out: &mut Vec<(Vec<u8>, u64)>) {
+    fn map(&self, split: Split<'_>, out: &mut Vec<(Vec<u8>, u64)>) -> MapResult {
         let mut at = split.offset;
         for line in split.data.split_inclusive(|&b| b == b'\n') {
             out.push((line.to_vec(), at));
             at += line.len() as u64;
         }
+        Ok(())
     }
 }
 
@@ -311,7 +315,7 @@ impl Job for Tally {
         true
     }
 
-    fn map<E: Emit<u32, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<u32, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         for r in split.data.chunks_exact(4) {
             emit.emit(u32::from_le_bytes(r.try_into().unwrap()), 1);
         }
@@ -319,6 +323,7 @@ impl Job for Tally {
             split.data.len() as u64 / 4,
             std::sync::atomic::Ordering::Relaxed,
         );
+        Ok(())
     }
 
     fn reduce(&self, _key: &u32, n: u64) -> u64 {

@@ -26,7 +26,9 @@ use std::hint::black_box;
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use ember::tune::{Mode, PipelineOptions};
-use ember::{Bytes, Emit, Input, Job, KeyHint, Records, RunOptions, Runtime, Split, Stats, Sum};
+use ember::{
+    Bytes, Emit, Input, Job, KeyHint, MapResult, Records, RunOptions, Runtime, Split, Stats, Sum,
+};
 use ember_apps::histogram;
 use ember_apps::inverted_index::{self, Docs};
 use ember_apps::text::TextSpec;
@@ -149,7 +151,7 @@ impl Job for Skewed {
         Records::Separator(is_separator)
     }
 
-    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         if split.offset < self.heavy_from {
             return WordCount::new().map(split, emit);
         }
@@ -157,6 +159,7 @@ impl Job for Skewed {
             spin(w, self.rounds);
             emit.emit(w, 1);
         });
+        Ok(())
     }
 
     fn reduce(&self, _word: &Bytes, n: u64) -> u64 {
@@ -451,10 +454,11 @@ impl Job for ByteHistogram {
         KeyHint::Dense(256)
     }
 
-    fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         for &b in split.data {
             emit.emit(b, 1);
         }
+        Ok(())
     }
 
     fn reduce(&self, _key: &u8, n: u64) -> u64 {
@@ -485,7 +489,7 @@ impl Job for Offsets {
         self.hint
     }
 
-    fn map<E: Emit<u64, u64>>(&self, split: Split<'_>, emit: &mut E) {
+    fn map<E: Emit<u64, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         let mut start = None;
         for (i, &b) in split.data.iter().chain([&b' ']).enumerate() {
             match (is_separator(b), start) {
@@ -497,6 +501,7 @@ impl Job for Offsets {
                 _ => {}
             }
         }
+        Ok(())
     }
 
     fn reduce(&self, _key: &u64, len: u64) -> u64 {

@@ -12,7 +12,7 @@ use std::cell::RefCell;
 
 use super::table::Table;
 use super::{partition_of, vec_bytes, Container};
-use crate::combine::Combiner;
+use crate::combine::{Combiner, Values};
 use crate::job::Emit;
 use crate::key::Key;
 
@@ -74,14 +74,19 @@ impl<K: Key, V: Send, C: Combiner<V>> Container<K, V, C> for AppendContainer<K, 
     ///    and tags every value with its key's number;
     /// 2. a counting sort by number lays each key's values out together,
     ///    in emission order (worker by worker);
-    /// 3. each key's values are folded with the combiner, reading them in
-    ///    sequence, and reduced.
+    /// 3. each key's run of values goes to the combiner's
+    ///    [`finish_values`](Combiner::finish_values), which folds it in
+    ///    sequence, or (keep-all) hands it to reduce as a slice.
     ///
     /// This costs no key comparisons beyond the table's, where a sort of the
     /// pairs by key costs O(n log n), and reads each key's values in
     /// sequence, where folding them into per-key states in the table costs
     /// a cache miss per value. The merge phase orders the keys.
-    fn reduce<O>(parts: Vec<Self::Part>, reduce: impl Fn(&K, C::State) -> O) -> Vec<(K, O)> {
+    fn reduce<O>(
+        parts: Vec<Self::Part>,
+        combiner: &C,
+        reduce: impl Fn(&K, C::Reduced<'_>) -> O,
+    ) -> Vec<(K, O)> {
         let n: usize = parts.iter().map(Vec::len).sum();
         // 1. Number the keys, first seen first, counting each key's values
         //    in its table slot (already in cache: a separate count array
@@ -124,17 +129,14 @@ impl<K: Key, V: Send, C: Combiner<V>> Container<K, V, C> for AppendContainer<K, 
         // SAFETY: the counts sum to n and every value went to its key's next
         // free slot, so the slots 0..n were each written exactly once.
         unsafe { grouped.set_len(n) };
-        // 3. Fold and reduce each key's values, in order.
+        // 3. Reduce each key's run of values, in order.
         let mut values = grouped.into_iter();
         keys.into_iter()
             .zip(counts)
             .map(|(key, count)| {
                 let key = key.expect("every number was given to a key");
-                let mut state = C::init(values.next().expect("a key has a value"));
-                for v in values.by_ref().take(count as usize - 1) {
-                    C::add(&mut state, v);
-                }
-                let o = reduce(&key, state);
+                let run = Values::new(&mut values, count as usize);
+                let o = combiner.finish_values(run, |r| reduce(&key, r));
                 (key, o)
             })
             .collect()

@@ -3,7 +3,7 @@
 //! (Phoenix++'s `array_container`). Partition `p` is the `p`-th contiguous
 //! range of indices.
 
-use super::{chunks, vec_bytes, Container};
+use super::{chunks, finish, vec_bytes, Container};
 use crate::combine::Combiner;
 use crate::job::Emit;
 use crate::key::Key;
@@ -12,17 +12,19 @@ use crate::key::Key;
 pub(crate) struct ArrayContainer<K, V, C: Combiner<V>> {
     slots: Vec<Option<C::State>>,
     partitions: usize,
+    combiner: C,
     keys: std::marker::PhantomData<fn(K, V)>,
 }
 
 impl<K, V, C: Combiner<V>> ArrayContainer<K, V, C> {
     /// Room for keys `0..n`, handed to reduce in `partitions` ranges.
-    pub(crate) fn new(n: usize, partitions: usize) -> Self {
+    pub(crate) fn new(n: usize, partitions: usize, combiner: C) -> Self {
         let mut slots = Vec::with_capacity(n);
         slots.resize_with(n, || None);
         ArrayContainer {
             slots,
             partitions,
+            combiner,
             keys: std::marker::PhantomData,
         }
     }
@@ -43,8 +45,8 @@ impl<K: Key, V, C: Combiner<V>> Emit<K, V> for ArrayContainer<K, V, C> {
         let index = K::as_index(key);
         let n = self.slots.len();
         match index.and_then(|i| self.slots.get_mut(i)) {
-            Some(Some(s)) => C::add(s, value),
-            Some(slot) => *slot = Some(C::init(value)),
+            Some(Some(s)) => self.combiner.add(s, value),
+            Some(slot) => *slot = Some(self.combiner.init(value)),
             None => out_of_range(index, n),
         }
     }
@@ -74,7 +76,11 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for ArrayContainer<K, V, C> {
             .collect()
     }
 
-    fn reduce<O>(parts: Vec<Self::Part>, reduce: impl Fn(&K, C::State) -> O) -> Vec<(K, O)> {
+    fn reduce<O>(
+        parts: Vec<Self::Part>,
+        combiner: &C,
+        reduce: impl Fn(&K, C::Reduced<'_>) -> O,
+    ) -> Vec<(K, O)> {
         let mut parts = parts.into_iter();
         let Some((start, mut base)) = parts.next() else {
             return Vec::new();
@@ -82,7 +88,7 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for ArrayContainer<K, V, C> {
         for (_, other) in parts {
             for (b, s) in base.iter_mut().zip(other) {
                 match (b.as_mut(), s) {
-                    (Some(b), Some(s)) => C::merge(b, s),
+                    (Some(b), Some(s)) => combiner.merge(b, s),
                     (None, s) => *b = s,
                     (Some(_), None) => {}
                 }
@@ -93,10 +99,7 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for ArrayContainer<K, V, C> {
             .filter_map(|(i, s)| {
                 let key =
                     K::from_index(start + i).expect("the key type was checked to be an integer");
-                s.map(|s| {
-                    let o = reduce(&key, s);
-                    (key, o)
-                })
+                s.map(|s| finish(combiner, key, s, &reduce))
             })
             .collect()
     }

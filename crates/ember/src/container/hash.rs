@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 
 use super::table::Table;
-use super::{partition_of, Container};
+use super::{finish, partition_of, Container};
 use crate::combine::Combiner;
 use crate::job::Emit;
 use crate::key::Key;
@@ -12,16 +12,19 @@ use crate::key::Key;
 /// One worker's hash container.
 pub(crate) struct HashContainer<K, V, C: Combiner<V>> {
     parts: Vec<Table<K, C::State>>,
+    combiner: C,
     values: PhantomData<fn(V)>,
 }
 
 impl<K: Key, V, C: Combiner<V>> HashContainer<K, V, C> {
-    /// A container with `partitions` tables of room for `capacity` keys each.
-    pub(crate) fn new(partitions: usize, capacity: usize) -> Self {
+    /// A container with `partitions` tables of room for `capacity` keys
+    /// each, folding with `combiner`.
+    pub(crate) fn new(partitions: usize, capacity: usize, combiner: C) -> Self {
         HashContainer {
             parts: (0..partitions)
                 .map(|_| Table::with_capacity(capacity))
                 .collect(),
+            combiner,
             values: PhantomData,
         }
     }
@@ -42,7 +45,14 @@ impl<K: Key, V, C: Combiner<V>> Emit<K, V> for HashContainer<K, V, C> {
         let probe = K::probe(key);
         let hash = K::probe_hash(&probe);
         let n = self.parts.len();
-        self.parts[partition_of(hash, n)].upsert(&probe, hash, value, C::init, C::add);
+        let c = &self.combiner;
+        self.parts[partition_of(hash, n)].upsert(
+            &probe,
+            hash,
+            value,
+            |v| c.init(v),
+            |s, v| c.add(s, v),
+        );
     }
 
     #[inline(always)]
@@ -68,21 +78,25 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for HashContainer<K, V, C> {
     }
 
     /// Joins the tables into the largest one, so the fewest entries move.
-    fn reduce<O>(mut tables: Vec<Self::Part>, reduce: impl Fn(&K, C::State) -> O) -> Vec<(K, O)> {
+    fn reduce<O>(
+        mut tables: Vec<Self::Part>,
+        combiner: &C,
+        reduce: impl Fn(&K, C::Reduced<'_>) -> O,
+    ) -> Vec<(K, O)> {
         let Some(largest) = (0..tables.len()).max_by_key(|&i| tables[i].len()) else {
             return Vec::new();
         };
         let mut base = tables.swap_remove(largest);
         for table in tables {
             for (k, s) in table {
-                base.merge_owned(k, s, C::merge);
+                base.merge_owned(k, s, |s, o| combiner.merge(s, o));
             }
         }
         let mut out = Vec::with_capacity(base.len());
-        out.extend(base.into_iter().map(|(k, s)| {
-            let o = reduce(&k, s);
-            (k, o)
-        }));
+        out.extend(
+            base.into_iter()
+                .map(|(k, s)| finish(combiner, k, s, &reduce)),
+        );
         out
     }
 }

@@ -11,7 +11,7 @@
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
-use super::{partition_of, Container};
+use super::{finish, partition_of, Container};
 use crate::combine::Combiner;
 use crate::job::Emit;
 use crate::key::Key;
@@ -25,11 +25,12 @@ type Bucket<K, S> = BTreeMap<K, S>;
 pub(crate) struct HashTreeContainer<K, V, C: Combiner<V>> {
     parts: Vec<Vec<Bucket<K, C::State>>>,
     len: usize,
+    combiner: C,
 }
 
 impl<K: Key, V, C: Combiner<V>> HashTreeContainer<K, V, C> {
     /// `partitions` bucket arrays sized for `keys` keys in all.
-    pub(crate) fn new(partitions: usize, keys: usize) -> Self {
+    pub(crate) fn new(partitions: usize, keys: usize, combiner: C) -> Self {
         let buckets = (keys / partitions / KEYS_PER_BUCKET)
             .max(1)
             .next_power_of_two();
@@ -38,6 +39,7 @@ impl<K: Key, V, C: Combiner<V>> HashTreeContainer<K, V, C> {
                 .map(|_| (0..buckets).map(|_| BTreeMap::new()).collect())
                 .collect(),
             len: 0,
+            combiner,
         }
     }
 }
@@ -52,9 +54,9 @@ impl<K: Key, V, C: Combiner<V>> Emit<K, V> for HashTreeContainer<K, V, C> {
         let mask = part.len() - 1;
         let bucket = &mut part[hash as usize & mask];
         match bucket.get_mut(K::borrow_ref(&key)) {
-            Some(s) => C::add(s, value),
+            Some(s) => self.combiner.add(s, value),
             None => {
-                bucket.insert(K::from_probe(&probe), C::init(value));
+                bucket.insert(K::from_probe(&probe), self.combiner.init(value));
                 self.len += 1;
             }
         }
@@ -81,7 +83,11 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for HashTreeContainer<K, V, C
         self.parts
     }
 
-    fn reduce<O>(parts: Vec<Self::Part>, reduce: impl Fn(&K, C::State) -> O) -> Vec<(K, O)> {
+    fn reduce<O>(
+        parts: Vec<Self::Part>,
+        combiner: &C,
+        reduce: impl Fn(&K, C::Reduced<'_>) -> O,
+    ) -> Vec<(K, O)> {
         let mut parts = parts.into_iter();
         let Some(mut base) = parts.next() else {
             return Vec::new();
@@ -90,7 +96,7 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for HashTreeContainer<K, V, C
             for (b, bucket) in base.iter_mut().zip(other) {
                 for (k, s) in bucket {
                     match b.entry(k) {
-                        Entry::Occupied(mut o) => C::merge(o.get_mut(), s),
+                        Entry::Occupied(mut o) => combiner.merge(o.get_mut(), s),
                         Entry::Vacant(v) => {
                             v.insert(s);
                         }
@@ -100,10 +106,7 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for HashTreeContainer<K, V, C
         }
         base.into_iter()
             .flatten()
-            .map(|(k, s)| {
-                let o = reduce(&k, s);
-                (k, o)
-            })
+            .map(|(k, s)| finish(combiner, k, s, &reduce))
             .collect()
     }
 }

@@ -56,9 +56,27 @@ pub(crate) trait Container<K: Key, V, C: Combiner<V>>: Emit<K, V> + Send {
     fn memory_bytes(&self) -> usize;
     /// Splits the container into its partitions, in partition order.
     fn into_parts(self) -> Vec<Self::Part>;
-    /// Joins partition `p` of every worker and reduces each key's state
-    /// with `reduce`.
-    fn reduce<O>(parts: Vec<Self::Part>, reduce: impl Fn(&K, C::State) -> O) -> Vec<(K, O)>;
+    /// Joins partition `p` of every worker (states merged with
+    /// `combiner`) and reduces each key with `reduce`, which gets what the
+    /// combiner hands over for it.
+    fn reduce<O>(
+        parts: Vec<Self::Part>,
+        combiner: &C,
+        reduce: impl Fn(&K, C::Reduced<'_>) -> O,
+    ) -> Vec<(K, O)>;
+}
+
+/// One key's output: `reduce` called with what `combiner` makes of the
+/// key's state.
+#[inline]
+pub(crate) fn finish<K, V, C: Combiner<V>, O>(
+    combiner: &C,
+    key: K,
+    state: C::State,
+    reduce: &impl Fn(&K, C::Reduced<'_>) -> O,
+) -> (K, O) {
+    let o = combiner.finish(state, |r| reduce(&key, r));
+    (key, o)
 }
 
 /// Bytes of `v`'s allocation.
@@ -109,7 +127,7 @@ pub(crate) trait Visit<K: Key, V, C: Combiner<V>> {
 /// is one.
 pub(crate) fn build<K, V, C, X>(
     kind: ContainerKind,
-    sizing: Sizing,
+    (sizing, combiner): (Sizing, &C),
     kept: Vec<Counting<HashContainer<K, V, C>>>,
     visitor: X,
 ) -> X::Out
@@ -130,9 +148,10 @@ where
             let kept = Mutex::new(kept);
             visitor.visit(|w| {
                 let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
-                let empty = || Counting::new(HashContainer::new(partitions, INITIAL_CAPACITY));
+                let new = |parts, capacity| HashContainer::new(parts, capacity, combiner.clone());
+                let empty = || Counting::new(new(partitions, INITIAL_CAPACITY));
                 let mut c = match kept.get_mut(w) {
-                    Some(slot) => std::mem::replace(slot, Counting::new(HashContainer::new(1, 0))),
+                    Some(slot) => std::mem::replace(slot, Counting::new(new(1, 0))),
                     None => empty(),
                 };
                 let seen = c.distinct().max(INITIAL_CAPACITY);
@@ -141,17 +160,15 @@ where
                 c
             })
         }
-        ContainerKind::HashTree => {
-            visitor.visit(|_| Counting::new(HashTreeContainer::new(partitions, keys)))
-        }
-        ContainerKind::Array => {
-            visitor.visit(|_| Counting::new(ArrayContainer::new(dense, partitions)))
-        }
+        ContainerKind::HashTree => visitor
+            .visit(|_| Counting::new(HashTreeContainer::new(partitions, keys, combiner.clone()))),
+        ContainerKind::Array => visitor
+            .visit(|_| Counting::new(ArrayContainer::new(dense, partitions, combiner.clone()))),
         ContainerKind::Append => {
             visitor.visit(|_| Counting::new(AppendContainer::new(partitions, pairs)))
         }
         ContainerKind::Unique | ContainerKind::Auto => {
-            visitor.visit(|_| Counting::new(UniqueContainer::new(partitions)))
+            visitor.visit(|_| Counting::new(UniqueContainer::new(partitions, combiner.clone())))
         }
     }
 }

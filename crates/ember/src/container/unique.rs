@@ -10,7 +10,7 @@
 //! A job that declares unique keys but repeats one gets the key once per
 //! emit in its output.
 
-use super::{chunks, vec_bytes, Container};
+use super::{chunks, finish, vec_bytes, Container};
 use crate::combine::Combiner;
 use crate::job::Emit;
 use crate::key::Key;
@@ -19,14 +19,16 @@ use crate::key::Key;
 pub(crate) struct UniqueContainer<K, V, C: Combiner<V>> {
     pairs: Vec<(K, C::State)>,
     partitions: usize,
+    combiner: C,
 }
 
 impl<K, V, C: Combiner<V>> UniqueContainer<K, V, C> {
     /// An empty buffer, handed to reduce in `partitions` ranges.
-    pub(crate) fn new(partitions: usize) -> Self {
+    pub(crate) fn new(partitions: usize, combiner: C) -> Self {
         UniqueContainer {
             pairs: Vec::new(),
             partitions,
+            combiner,
         }
     }
 }
@@ -35,7 +37,7 @@ impl<K: Key, V, C: Combiner<V>> Emit<K, V> for UniqueContainer<K, V, C> {
     #[inline(always)]
     fn emit(&mut self, key: K::Ref<'_>, value: V) {
         let key = K::from_probe(&K::probe(key));
-        self.pairs.push((key, C::init(value)));
+        self.pairs.push((key, self.combiner.init(value)));
     }
 }
 
@@ -54,14 +56,15 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for UniqueContainer<K, V, C> 
         chunks(self.pairs, self.partitions)
     }
 
-    fn reduce<O>(parts: Vec<Self::Part>, reduce: impl Fn(&K, C::State) -> O) -> Vec<(K, O)> {
+    fn reduce<O>(
+        parts: Vec<Self::Part>,
+        combiner: &C,
+        reduce: impl Fn(&K, C::Reduced<'_>) -> O,
+    ) -> Vec<(K, O)> {
         parts
             .into_iter()
             .flatten()
-            .map(|(k, s)| {
-                let o = reduce(&k, s);
-                (k, o)
-            })
+            .map(|(k, s)| finish(combiner, k, s, &reduce))
             .collect()
     }
 }

@@ -214,6 +214,8 @@ impl Backoff {
 /// What the workers of one pipelined run share.
 pub(super) struct Exchange<'j, J: Job> {
     pub(super) job: &'j J,
+    /// The job's combiner, shared by every worker.
+    pub(super) combiner: J::Combiner,
     /// Workers: every worker is a reducer, owning partition `w`.
     pub(super) workers: usize,
     pub(super) sizing: Sizing,
@@ -279,6 +281,7 @@ impl<'j, J: Job> Exchange<'j, J> {
     ) -> Self {
         Exchange {
             job,
+            combiner: job.combiner(),
             workers,
             sizing,
             parts: (0..workers)
@@ -438,9 +441,13 @@ impl<'j, J: Job> Exchange<'j, J> {
                     };
                     table.reserve(keys);
                 }
-                let folded_ok = self.failure.run(Phase::Reduce, || match &mut buf {
-                    Buf::Table(t) => t.drain_into(&mut table, J::Combiner::merge),
-                    Buf::Pairs(h, v) => table.merge_hashed_all(h, v, J::Combiner::merge),
+                let merge = |s: &mut StateOf<J>, o| self.combiner.merge(s, o);
+                let folded_ok = self.failure.run(Phase::Reduce, || {
+                    match &mut buf {
+                        Buf::Table(t) => t.drain_into(&mut table, merge),
+                        Buf::Pairs(h, v) => table.merge_hashed_all(h, v, merge),
+                    }
+                    Ok(())
                 });
                 if !folded_ok {
                     return folded;

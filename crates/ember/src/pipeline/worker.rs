@@ -8,14 +8,14 @@ use std::time::Instant;
 
 use super::exchange::{Backoff, Buf, Clock, Exchange, Sizing, CHECK_EVERY, MIN_COMBINING};
 use crate::combine::Combiner;
-use crate::container::partition_of;
 use crate::container::table::Table;
+use crate::container::{finish, partition_of};
 use crate::error::Phase;
 use crate::input::{Input, SplitRange};
 use crate::job::{Emit, Job, StateOf};
 use crate::key::Key;
 use crate::progress;
-use crate::schedule::{pull, split_in};
+use crate::schedule::{malformed, pull, split_in};
 use crate::unwind;
 
 /// What a worker brings back from the run.
@@ -109,13 +109,14 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
             Buf::Table(t) => {
                 // Only a new key can fill the table or make it grow, so only
                 // then are the limits checked: the emit path stays short.
-                let new = t.upsert(&probe, hash, value, J::Combiner::init, J::Combiner::add);
+                let c = &self.x.combiner;
+                let new = t.upsert(&probe, hash, value, |v| c.init(v), |s, v| c.add(s, v));
                 out.fill += 1;
                 (new && full_or_grown(t, &self.x.sizing)) || out.fill >= self.x.sizing.pairs
             }
             Buf::Pairs(h, v) => {
                 h.push(hash);
-                v.push((J::Key::from_probe(&probe), J::Combiner::init(value)));
+                v.push((J::Key::from_probe(&probe), self.x.combiner.init(value)));
                 v.len() >= self.x.sizing.append
             }
         };
@@ -207,11 +208,10 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
         let before = (self.clock.reduce, self.clock.idle);
         let combining = std::mem::replace(&mut self.combining, false);
         // Folding waiting buffers (under back-pressure) runs the combiner.
-        if !self
-            .x
-            .failure
-            .run(Phase::Reduce, || self.send_entries(entries))
-        {
+        if !self.x.failure.run(Phase::Reduce, || {
+            self.send_entries(entries);
+            Ok(())
+        }) {
             return;
         }
         self.flush();
@@ -234,7 +234,7 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
             };
             let full = match buf {
                 Buf::Table(t) => {
-                    t.merge_owned(k, s, J::Combiner::merge);
+                    t.merge_owned(k, s, |s, o| self.x.combiner.merge(s, o));
                     full_or_grown(t, &self.x.sizing)
                 }
                 Buf::Pairs(h, v) => {
@@ -254,10 +254,10 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
         let x = self.x;
         let tasks = pull(&x.next_split, splits.len(), &x.failure, |i| {
             let split = split_in(input, &splits[i]);
-            let bytes = split.data.len();
+            let (bytes, at) = (split.data.len(), (split.part, split.offset));
             let start = Instant::now();
             let before = (self.clock.reduce, self.clock.idle);
-            x.job.map(split, &mut *self);
+            let mapped = x.job.map(split, &mut *self);
             // Folds and waits inside map (at hand-offs) are not map time.
             let nested = (self.clock.reduce - before.0) + (self.clock.idle - before.1);
             self.clock.map += start.elapsed().saturating_sub(nested);
@@ -268,6 +268,7 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
             if x.should_fold() {
                 x.drain(self.me, self.me, &mut self.clock);
             }
+            mapped.map_err(|m| malformed(m, input, at))
         });
         if !x.failure.is_set() {
             self.flush();
@@ -340,13 +341,12 @@ pub(super) fn work<J: Job>(
     // only under its partition's lock: once we hold ours, it is complete.
     let table = x.take_part(me);
     let start = Instant::now();
-    let job = x.job;
+    let (job, combiner) = (x.job, &x.combiner);
     let reduced = unwind::catch(Phase::Reduce, || {
         let mut out = Vec::with_capacity(table.len());
-        out.extend(table.into_iter().map(|(k, s)| {
-            let o = job.reduce(&k, s);
-            (k, o)
-        }));
+        out.extend(
+            (table.into_iter()).map(|(k, s)| finish(combiner, k, s, &|k, r| job.reduce(k, r))),
+        );
         out
     });
     clock.reduce += start.elapsed();
