@@ -8,6 +8,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use ember::{Runtime, Stats};
 
+use crate::output;
+
 /// Options every job-running subcommand takes.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct RunArgs {
@@ -110,8 +112,9 @@ impl RunArgs {
         }
         if let Some(path) = &self.stats_json {
             let json = serde_json::to_string_pretty(stats)?;
-            std::fs::write(path, json + "\n")
-                .with_context(|| format!("cannot write '{}'", path.display()))?;
+            let mut w = output::create(path)?;
+            writeln!(w, "{json}").with_context(|| format!("cannot write '{}'", path.display()))?;
+            w.finish()?;
         }
         Ok(())
     }
@@ -173,36 +176,17 @@ pub(crate) fn cache_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Makes `path` with `write` unless it exists: written to a temporary file
-/// first, renamed when complete, so an interrupted run leaves no half file.
-pub(crate) fn cached(
-    path: &Path,
-    write: impl FnOnce(&mut std::fs::File) -> Result<()>,
-) -> Result<()> {
+/// Makes `path` with `write` unless it exists (whole or not at all: see
+/// [`output`]).
+pub(crate) fn cached(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
     if path.exists() {
         return Ok(());
     }
-    let tmp = path.with_extension("partial");
-    let mut f = std::fs::File::create(&tmp)
-        .with_context(|| format!("cannot create '{}'", tmp.display()))?;
-    write(&mut f)?;
-    f.flush()?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot create '{}'", path.display()))?;
-    Ok(())
-}
-
-/// Writes to a file, or to standard output for `-`.
-pub(crate) fn create_output(path: &Path) -> Result<Box<dyn Write>> {
-    if path == Path::new("-") {
-        return Ok(Box::new(std::io::BufWriter::new(std::io::stdout().lock())));
-    }
-    let f = std::fs::File::create(path)
-        .with_context(|| format!("cannot create '{}'", path.display()))?;
-    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, f)))
+    write_output(Some(path), write)
 }
 
 /// Writes to `path` (`-`: standard output) with `write`, if there is a
-/// path.
+/// path; a file appears only once complete (see [`output`]).
 pub(crate) fn write_output(
     path: Option<&Path>,
     write: impl FnOnce(&mut dyn Write) -> Result<()>,
@@ -210,10 +194,9 @@ pub(crate) fn write_output(
     let Some(path) = path else {
         return Ok(());
     };
-    let mut w = create_output(path)?;
-    write(&mut *w)?;
-    w.flush()
-        .with_context(|| format!("cannot write '{}'", path.display()))
+    let mut w = output::create(path)?;
+    write(&mut w).with_context(|| format!("cannot write '{}'", path.display()))?;
+    w.finish()
 }
 
 /// Fails on an empty list of input files.

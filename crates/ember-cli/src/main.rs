@@ -16,6 +16,7 @@ mod kmeans;
 mod linear_regression;
 mod matrix_multiply;
 mod numeric;
+mod output;
 mod pca;
 mod sort;
 mod string_match;
@@ -25,6 +26,10 @@ mod wordcount;
 #[derive(Parser)]
 #[command(name = "ember", version, about, long_about = None, propagate_version = true)]
 struct Cli {
+    /// Sync every output file to disk before it takes its name (files are
+    /// always written whole: to a temporary file, renamed when complete).
+    #[arg(long, global = true)]
+    sync: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -64,6 +69,11 @@ fn main() -> ExitCode {
     common::die_on_broken_pipe();
     common::quiet_worker_panics();
     let cli = Cli::parse();
+    output::set_sync(cli.sync);
+    if let Err(e) = output::on_signals() {
+        eprintln!("ember: cannot handle signals: {e}");
+        return ExitCode::FAILURE;
+    }
     let result = match cli.command {
         Command::Demo(a) => wordcount::demo(a),
         Command::Wordcount(a) => wordcount::run(a),

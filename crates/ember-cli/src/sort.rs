@@ -8,7 +8,7 @@ use clap::Args as ClapArgs;
 use ember::Input;
 use ember_apps::sort::{sort_order, write_records, SortSpec, RECORD_LEN};
 
-use crate::common::{create_output, RunArgs};
+use crate::common::{write_output, RunArgs};
 use crate::genfile;
 
 /// `ember sort`.
@@ -47,10 +47,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         .with_progress(|o| sort_order(&rt, data, o))
         .with_context(|| format!("cannot sort '{}'", a.file.display()))?;
     let start = std::time::Instant::now();
-    let mut w = create_output(&a.out)?;
-    order.write(&rt, data, &mut w)?;
-    w.flush()
-        .with_context(|| format!("cannot write '{}'", a.out.display()))?;
+    write_output(Some(&a.out), |mut w| Ok(order.write(&rt, data, &mut w)?))?;
     eprintln!(
         "# {} records sorted in {:.3} s, written in {:.3} s",
         data.len() / RECORD_LEN,

@@ -3,13 +3,13 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember::{Bytes, Input, Output, Runtime};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
 
-use crate::common::{create_output, parse_size, progress_while, RunArgs};
+use crate::common::{parse_size, progress_while, write_output, RunArgs};
 
 /// `ember wordcount`.
 #[derive(ClapArgs)]
@@ -52,13 +52,13 @@ fn count(
             // Everything, sorted by word; the top k are selected from it.
             let Output { pairs, stats } =
                 progress_while(opts, |o| rt.run_with(&WordCount::new(), input, o))?;
-            let mut w = create_output(path)?;
-            for (word, n) in &pairs {
-                w.write_all(word.as_bytes())?;
-                writeln!(w, "\t{n}")?;
-            }
-            w.flush()
-                .with_context(|| format!("cannot write '{}'", path.display()))?;
+            write_output(Some(path), |w| {
+                for (word, n) in &pairs {
+                    w.write_all(word.as_bytes())?;
+                    writeln!(w, "\t{n}")?;
+                }
+                Ok(())
+            })?;
             let mut best: Vec<(Bytes, u64)> = pairs;
             let by_count = |a: &(Bytes, u64), b: &(Bytes, u64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
             if best.len() > top && top > 0 {

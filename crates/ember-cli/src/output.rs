@@ -1,0 +1,234 @@
+//! Output files that appear whole or not at all.
+//!
+//! Every file `ember` writes (`--output`, `sort -o`, `--stats-json`,
+//! `ember gen -o`, the cached inputs) is written to a temporary file in the
+//! target's folder and renamed over the target only once it is complete
+//! and flushed ([`Sink::finish`]); with `--sync`, it is also synced to disk
+//! first (the file's data, then the folder's entry after the rename). On an
+//! error or a panic the temporary file is dropped and removed; on SIGINT,
+//! SIGTERM or SIGHUP the signal thread ([`on_signals`]) removes every
+//! temporary file still pending, prints one line and exits with 128 + the
+//! signal number (130 for Ctrl-C). A second signal while that runs exits at
+//! once. Either way the target keeps what it held before. Standard output
+//! (`-`) is written as it goes.
+
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use anyhow::{Context, Result};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use tempfile::NamedTempFile;
+
+/// Temporary files not yet renamed over their targets: what a signal
+/// removes. A file is added when it is created and taken out, under the
+/// same lock, when it is renamed or dropped, so the signal thread never
+/// removes a finished output.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Whether outputs are synced to disk before they are renamed (`--sync`).
+static SYNC: AtomicBool = AtomicBool::new(false);
+
+fn pending() -> MutexGuard<'static, Vec<PathBuf>> {
+    // A panic while the list was held leaves it valid (a push or a remove).
+    PENDING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Syncs every output to disk before it is renamed into place.
+pub(crate) fn set_sync(sync: bool) {
+    SYNC.store(sync, Ordering::Relaxed);
+}
+
+/// Starts the thread that cleans up and exits on SIGINT, SIGTERM and
+/// SIGHUP.
+pub(crate) fn on_signals() -> Result<()> {
+    let signals = [SIGINT, SIGTERM, SIGHUP];
+    let exiting = Arc::new(AtomicBool::new(false));
+    for sig in signals {
+        // A signal while the first one is handled ends the process at once
+        // (registered before the flag, so the first signal does not).
+        signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&exiting))?;
+        signal_hook::flag::register(sig, Arc::clone(&exiting))?;
+    }
+    let mut caught = signal_hook::iterator::Signals::new(signals)?;
+    std::thread::Builder::new()
+        .name("ember-signals".into())
+        .spawn(move || {
+            if let Some(sig) = caught.forever().next() {
+                // Held until exit: no output can be renamed into place now.
+                let files = pending();
+                for f in files.iter() {
+                    let _ = std::fs::remove_file(f);
+                }
+                eprintln!("ember: interrupted");
+                std::process::exit(128 + sig);
+            }
+        })?;
+    Ok(())
+}
+
+/// Where a command writes: standard output, or a file that appears only
+/// when [`Sink::finish`] is called.
+pub(crate) enum Sink {
+    Stdout(BufWriter<io::StdoutLock<'static>>),
+    File(Pending),
+}
+
+/// A temporary file on its way to `target`.
+pub(crate) struct Pending {
+    file: BufWriter<NamedTempFile>,
+    target: PathBuf,
+    _entry: Entry,
+}
+
+/// A temporary file's place in [`PENDING`], given up when dropped.
+struct Entry(PathBuf);
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        pending().retain(|p| *p != self.0);
+    }
+}
+
+/// Opens `path` for writing (`-`: standard output).
+pub(crate) fn create(path: &Path) -> Result<Sink> {
+    if path == Path::new("-") {
+        return Ok(Sink::Stdout(BufWriter::new(io::stdout().lock())));
+    }
+    let cannot = || format!("cannot create '{}'", path.display());
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().with_context(cannot)?.to_string_lossy();
+    let mut list = pending();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .with_context(cannot)?;
+    list.push(tmp.path().to_path_buf());
+    Ok(Sink::File(Pending {
+        _entry: Entry(tmp.path().to_path_buf()),
+        file: BufWriter::with_capacity(1 << 20, tmp),
+        target: path.to_path_buf(),
+    }))
+}
+
+impl Sink {
+    /// Flushes what was written and, for a file, renames it over its
+    /// target (synced first with `--sync`).
+    pub(crate) fn finish(self) -> Result<()> {
+        match self {
+            Sink::Stdout(mut w) => Ok(w.flush()?),
+            Sink::File(p) => p.finish(),
+        }
+    }
+}
+
+impl Pending {
+    fn finish(self) -> Result<()> {
+        let Pending {
+            mut file, target, ..
+        } = self;
+        let cannot = || format!("cannot write '{}'", target.display());
+        file.flush().with_context(cannot)?;
+        let sync = SYNC.load(Ordering::Relaxed);
+        if sync {
+            file.get_ref().as_file().sync_all().with_context(cannot)?;
+        }
+        let file = file
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(cannot)?;
+        // Renamed and struck off under the lock, so that a signal finds it
+        // either pending (and removes it) or in place (and leaves it).
+        let mut list = pending();
+        let tmp = file.path().to_path_buf();
+        let persisted = file.persist(&target);
+        list.retain(|p| *p != tmp);
+        drop(list);
+        persisted.map_err(|e| e.error).with_context(cannot)?;
+        if sync {
+            sync_dir(&target).with_context(cannot)?;
+        }
+        Ok(())
+    }
+}
+
+/// Syncs the folder holding `path`, so that its new entry is on disk.
+fn sync_dir(path: &Path) -> io::Result<()> {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => std::fs::File::open(d)?.sync_all(),
+        _ => std::fs::File::open(".")?.sync_all(),
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::Stdout(w) => w.write(buf),
+            Sink::File(p) => p.file.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Sink::Stdout(w) => w.write_all(buf),
+            Sink::File(p) => p.file.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::Stdout(w) => w.flush(),
+            Sink::File(p) => p.file.flush(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_file_takes_its_name_only_when_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.txt");
+        std::fs::write(&target, "old").unwrap();
+        // Dropped unfinished (an error or a panic on the way): the old file
+        // stays, the temporary one goes.
+        let mut w = create(&target).unwrap();
+        w.write_all(b"half").unwrap();
+        assert_eq!(names(dir.path()).len(), 2);
+        drop(w);
+        assert_eq!(names(dir.path()), vec!["out.txt"]);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "old");
+        // Finished: the new file, and nothing pending.
+        let mut w = create(&target).unwrap();
+        w.write_all(b"new").unwrap();
+        w.finish().unwrap();
+        assert_eq!(names(dir.path()), vec!["out.txt"]);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        let tmp = dir.path().to_path_buf();
+        assert!(!pending().iter().any(|p| p.starts_with(&tmp)));
+    }
+
+    #[test]
+    fn a_folder_that_is_missing_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("no/such/out.txt");
+        let e = create(&target).err().unwrap();
+        assert!(format!("{e:#}").contains("no/such/out.txt"), "{e:#}");
+    }
+}

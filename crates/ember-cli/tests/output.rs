@@ -1,0 +1,103 @@
+//! Output files appear whole or not at all: an interrupted run leaves the
+//! old file and no temporary one, and two runs writing the same file leave
+//! one complete file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn ember() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ember"))
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Waits until `child` has a temporary file for `target` in `dir`.
+fn wait_for_temporary(child: &mut Child, dir: &Path, target: &str) {
+    let start = Instant::now();
+    let prefix = format!(".{target}.");
+    while !names(dir).iter().any(|n| n.starts_with(&prefix)) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("ember ended ({status}) before it created its temporary file");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no temporary file"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn an_interrupted_run_leaves_the_old_file_and_no_temporary_one() {
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.txt");
+        std::fs::write(&target, "old\n").unwrap();
+        // Far more than can be written before the signal lands.
+        let mut child = ember()
+            .args(["gen", "text", "--size", "4GiB", "-o"])
+            .arg(&target)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_temporary(&mut child, dir.path(), "out.txt");
+        // SAFETY: `kill` only sends a signal to the child we started.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "signal {signal}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "ember: interrupted\n");
+        assert_eq!(names(dir.path()), vec!["out.txt"]);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "old\n");
+    }
+}
+
+/// What `ember gen text` writes for `seed`.
+fn text(seed: u32, path: &Path, sync: bool) -> Command {
+    let mut c = ember();
+    c.args(["gen", "text", "--size", "2MiB", "--seed", &seed.to_string()])
+        .arg("-o")
+        .arg(path);
+    if sync {
+        c.arg("--sync");
+    }
+    c.stderr(Stdio::null());
+    c
+}
+
+#[test]
+fn runs_writing_the_same_file_leave_one_of_them_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected: Vec<Vec<u8>> = (1..=4)
+        .map(|seed| {
+            let p = dir.path().join(format!("alone{seed}.txt"));
+            assert!(text(seed, &p, false).status().unwrap().success());
+            std::fs::read(&p).unwrap()
+        })
+        .collect();
+    let shared: PathBuf = dir.path().join("shared.txt");
+    let children: Vec<Child> = (1..=4)
+        .map(|seed| text(seed, &shared, seed % 2 == 0).spawn().unwrap())
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let got = std::fs::read(&shared).unwrap();
+    assert!(
+        expected.contains(&got),
+        "a mix of runs, {} bytes",
+        got.len()
+    );
+    let mut want: Vec<String> = (1..=4).map(|s| format!("alone{s}.txt")).collect();
+    want.push("shared.txt".into());
+    assert_eq!(names(dir.path()), want);
+}
