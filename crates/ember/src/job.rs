@@ -287,8 +287,10 @@ pub trait Job: Sync {
         ContainerKind::Auto
     }
 
-    /// The combiner the run uses: its default value unless the job
-    /// overrides this to set the combiner's parameters.
+    /// The combiner a run uses (each worker gets a clone; a run may call
+    /// this more than once). By default the combiner's `Default` value; a job whose
+    /// combiner has parameters (a top-k's `k`) returns the one it wants
+    /// here, and the combiner's `Default` is only its neutral setting.
     fn combiner(&self) -> Self::Combiner {
         Self::Combiner::default()
     }
