@@ -288,9 +288,10 @@ pub trait Job: Sync {
     }
 
     /// The combiner a run uses (each worker gets a clone; a run may call
-    /// this more than once). By default the combiner's `Default` value; a job whose
-    /// combiner has parameters (a top-k's `k`) returns the one it wants
-    /// here, and the combiner's `Default` is only its neutral setting.
+    /// this more than once). By default the combiner's `Default` value; a
+    /// job whose combiner has parameters (a top-k's `k`) returns the one it
+    /// wants here, and the combiner's `Default` is only its neutral
+    /// setting.
     fn combiner(&self) -> Self::Combiner {
         Self::Combiner::default()
     }
