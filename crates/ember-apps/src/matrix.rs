@@ -252,6 +252,11 @@ mod tests {
         assert!(err(&bad_magic).contains("not an ember matrix file"));
         assert!(err(&header(3, 0)).contains("says 3 x 0: a matrix needs at least 1 column"));
         assert!(err(&header(u64::MAX, 2)).contains("too large"));
+        // A product that overflows, and one that fits in 64 bits but
+        // claims far more than the file holds: refused before any
+        // allocation.
+        assert!(err(&header(1 << 32, 1 << 32)).contains("too large"));
+        assert!(err(&header(1 << 20, 1 << 20)).contains("but 0 bytes follow"));
         let mut short = encode(2, 3, &[1, 2, 3, 4, 5, 6]);
         short.truncate(short.len() - 2);
         let e = err(&short);
