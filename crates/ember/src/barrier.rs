@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use crate::busy::{utilization, Busy};
 use crate::combine::Combiner;
-use crate::container::{Container, Counting, Visit};
+use crate::container::{Container, Counting, ForJob, Visit};
 use crate::error::{Phase, Result};
 use crate::ingest::IngestThread;
 use crate::job::Job;
@@ -67,7 +67,7 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
             (source, progress),
             stats,
             make,
-            |c, _, split| map_busy.time(|| job.map(split, c)),
+            |c, _, split| map_busy.time(|| job.map(split, ForJob::<J, _>::of(c))),
         )?;
         stats.map_secs = secs(map_start.elapsed());
         stats.map_tasks = workers.iter().map(|w| w.1).collect();

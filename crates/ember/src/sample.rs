@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use crate::combine::Combiner;
 use crate::container::hash::HashContainer;
-use crate::container::{Container, Counting, KeyHashes, INITIAL_CAPACITY};
+use crate::container::{Container, Counting, ForJob, KeyHashes, INITIAL_CAPACITY};
 use crate::error::Result;
 use crate::input::{plan_slice, Input, SplitRange};
 use crate::job::Job;
@@ -105,7 +105,7 @@ pub(crate) fn run<J: Job>(
                 (Counting::new(c), History::new())
             },
             |(c, history): &mut (HashOf<J>, History), _, split| {
-                job.map(split, c)?;
+                job.map(split, ForJob::<J, _>::of(c))?;
                 history.push((c.pairs, c.distinct() as u64));
                 Ok(())
             },
@@ -120,7 +120,7 @@ pub(crate) fn run<J: Job>(
             split_at,
             |_| (Counting::new(KeyHashes::new()), History::new()),
             |(c, history), _, split| {
-                job.map(split, c)?;
+                job.map(split, ForJob::<J, _>::of(c))?;
                 history.push((c.pairs, c.inner.len() as u64));
                 Ok(())
             },

@@ -24,6 +24,7 @@
 //! | `append` | pairs appended per partition, grouped by sort in reduce | O(1), no lookup | few repeats (inverted index of unique words) |
 //! | `unique` | pairs appended, never grouped | O(1) | keys declared unique (sort) |
 
+use std::marker::PhantomData;
 use std::sync::Mutex;
 
 use crate::combine::Combiner;
@@ -196,6 +197,47 @@ impl<K: Key, V, C: Emit<K, V>> Emit<K, V> for Counting<C> {
     #[inline(always)]
     fn emit(&mut self, key: K::Ref<'_>, value: V) {
         self.pairs += 1;
+        self.inner.emit(key, value);
+    }
+
+    #[inline(always)]
+    fn prefetch(&mut self, key: K::Ref<'_>) {
+        self.inner.prefetch(key);
+    }
+}
+
+/// A worker's emitter as job `J`'s `map` receives it: `E` itself, with the
+/// job in its type, so that every job's `map` is compiled for an emitter
+/// type of its own.
+///
+/// Containers are generic over key, value and combiner, not over the job.
+/// Untagged, a job whose `map` calls another job's (a wrapper job with the
+/// same key, value and combiner types) would share the inner job's `map`
+/// instance, and those of the closures and helpers it calls, with the inner
+/// job itself. Referenced from several codegen units, such an instance is
+/// no longer local to one, and LLVM then stops inlining a large helper
+/// called once (word count's tokenizer loop) into `map`.
+#[repr(transparent)]
+pub(crate) struct ForJob<J, E> {
+    inner: E,
+    job: PhantomData<fn(&J)>,
+}
+
+impl<J, E> ForJob<J, E> {
+    /// `emitter`, tagged with the job.
+    #[inline(always)]
+    pub(crate) fn of(emitter: &mut E) -> &mut Self {
+        // SAFETY: `ForJob<J, E>` is `repr(transparent)` over `E` (its only
+        // other field is a zero-sized `PhantomData`), so it has the layout
+        // and validity of `E`; the returned borrow reborrows `emitter` for
+        // its lifetime, so nothing else can reach the `E` meanwhile.
+        unsafe { &mut *(emitter as *mut E).cast::<Self>() }
+    }
+}
+
+impl<J, K: Key, V, E: Emit<K, V>> Emit<K, V> for ForJob<J, E> {
+    #[inline(always)]
+    fn emit(&mut self, key: K::Ref<'_>, value: V) {
         self.inner.emit(key, value);
     }
 
