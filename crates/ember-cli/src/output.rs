@@ -106,6 +106,7 @@ pub(crate) fn create(path: &Path) -> Result<Sink> {
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".partial")
+        .permissions(mode_for(path))
         .tempfile_in(dir)
         .with_context(cannot)?;
     list.push(tmp.path().to_path_buf());
@@ -114,6 +115,18 @@ pub(crate) fn create(path: &Path) -> Result<Sink> {
         file: BufWriter::with_capacity(1 << 20, tmp),
         target: path.to_path_buf(),
     }))
+}
+
+/// The permissions a new output file gets: those of the file it replaces,
+/// else what a plain `create` gives (read and write for all, less the
+/// umask, which the kernel applies), not the temporary file's owner-only
+/// default.
+fn mode_for(path: &Path) -> std::fs::Permissions {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => m.permissions(),
+        _ => std::fs::Permissions::from_mode(0o666),
+    }
 }
 
 impl Sink {

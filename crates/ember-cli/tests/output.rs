@@ -101,3 +101,29 @@ fn runs_writing_the_same_file_leave_one_of_them_whole() {
     want.push("shared.txt".into());
     assert_eq!(names(dir.path()), want);
 }
+
+/// An output file gets the mode a plain `create` gives (0666 less the
+/// umask), not the temporary file's owner-only 0600, and a file it
+/// replaces keeps its own mode.
+#[test]
+fn output_files_get_the_usual_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let new = dir.path().join("new.txt");
+    // The umask is set in a shell around the child, not in this process.
+    let cmd = format!(
+        "umask 022 && exec '{}' gen text --size 1KiB -o '{}'",
+        env!("CARGO_BIN_EXE_ember"),
+        new.display()
+    );
+    assert!(Command::new("sh").args(["-c", &cmd]).status().unwrap().success());
+    assert_eq!(mode(&new), 0o644);
+
+    let old = dir.path().join("old.txt");
+    std::fs::write(&old, "before").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o640)).unwrap();
+    assert!(text(1, &old, false).status().unwrap().success());
+    assert_eq!(mode(&old), 0o640);
+    assert_ne!(std::fs::read(&old).unwrap(), b"before");
+}
