@@ -9,6 +9,7 @@ use clap::Args;
 use ember::{Runtime, Stats};
 
 use crate::output;
+use crate::progress::progress_while;
 
 /// Options every job-running subcommand takes.
 #[derive(Args, Debug, Clone)]
@@ -47,9 +48,17 @@ pub(crate) struct RunArgs {
     /// Print the phase breakdown to standard error.
     #[arg(long)]
     pub(crate) stats: bool,
-    /// Write the stats as JSON to this file.
+    /// Write the stats as JSON to this file (`ember report` reads it).
     #[arg(long, value_name = "PATH")]
     pub(crate) stats_json: Option<PathBuf>,
+    /// Write a trace of the run to this file: a span per task, chunk read
+    /// and phase, in the Chrome Trace Event format (open it in
+    /// ui.perfetto.dev or chrome://tracing; `ember report` reads it).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) trace: Option<PathBuf>,
+    /// The recorder behind `--trace`, shared by every run of the command.
+    #[arg(skip)]
+    pub(crate) recorder: ember::Trace,
 }
 
 impl RunArgs {
@@ -75,12 +84,13 @@ impl RunArgs {
                     .buffer_bytes(self.buffer_size.map(|s| s as usize))
                     .max_buffered_bytes(self.max_buffered.map(|s| s as usize)),
             )
+            .trace(self.trace.as_ref().map(|_| self.recorder.clone()))
     }
 
     /// Calls `f` with the run options, showing its progress as
     /// [`progress_while`] does.
     pub(crate) fn with_progress<T>(&self, f: impl FnOnce(&ember::RunOptions) -> T) -> T {
-        progress_while(self.options(), f)
+        progress_while(self.options(), "job", f)
     }
 
     /// Opens input files as `--ingest` says; `-` alone is standard input
@@ -105,18 +115,18 @@ impl RunArgs {
         self.report(stats)
     }
 
-    /// Prints and/or writes the stats, as asked.
+    /// Prints and/or writes the stats and the trace, as asked.
     pub(crate) fn report(&self, stats: &Stats) -> Result<()> {
         if self.stats {
             eprintln!("{stats}");
         }
-        if let Some(path) = &self.stats_json {
-            let json = serde_json::to_string_pretty(stats)?;
-            let mut w = output::create(path)?;
-            writeln!(w, "{json}").with_context(|| format!("cannot write '{}'", path.display()))?;
-            w.finish()?;
-        }
-        Ok(())
+        write_output(self.stats_json.as_deref(), |w| {
+            serde_json::to_writer_pretty(&mut *w, stats)?;
+            Ok(writeln!(w)?)
+        })?;
+        write_output(self.trace.as_deref(), |w| {
+            Ok(self.recorder.write_chrome(w)?)
+        })
     }
 }
 
@@ -245,64 +255,6 @@ pub(crate) fn quiet_worker_panics() {
             eprintln!("ember: internal error: {info}");
         }
     }));
-}
-
-/// Runs `f` with `opts` plus a progress counter, and meanwhile shows on
-/// standard error how many input bytes the map tasks have done, with the
-/// rate: from a second into the run (short runs show nothing), on a
-/// terminal only, cleared when `f` returns, before any result is printed.
-/// A multi-job command (k-means, PCA) counts every job's bytes.
-pub(crate) fn progress_while<T>(
-    opts: ember::RunOptions,
-    f: impl FnOnce(&ember::RunOptions) -> T,
-) -> T {
-    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-    use std::time::{Duration, Instant};
-    let counter = ember::Progress::new();
-    let opts = opts.progress(counter.clone());
-    let done = AtomicBool::new(false);
-    let show = || {
-        // Hidden for the first second, but counting from the start, so
-        // that the rate and the elapsed time are the run's.
-        let start = Instant::now();
-        let bar =
-            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden())
-                .with_style(
-                    indicatif::ProgressStyle::with_template(
-                        "{spinner} mapped {bytes} ({bytes_per_sec}), {elapsed}",
-                    )
-                    .expect("valid template"),
-                );
-        let mut shown = false;
-        while !done.load(Relaxed) {
-            std::thread::park_timeout(Duration::from_millis(100));
-            if !shown && start.elapsed() >= Duration::from_secs(1) {
-                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-                shown = true;
-            }
-            bar.set_position(counter.bytes());
-        }
-        bar.finish_and_clear();
-    };
-    std::thread::scope(|s| {
-        let shower = s.spawn(show);
-        let out = f(&opts);
-        done.store(true, Relaxed);
-        shower.thread().unpark();
-        out
-    })
-}
-
-/// A progress bar on standard error (drawn only on a terminal).
-pub(crate) fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(len);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_message(what.to_string());
-    bar
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::common::{cache_dir, cached, progress, write_output};
+use crate::common::{cache_dir, cached, write_output};
+use crate::progress::bar as progress;
 
 /// A generator: writes to the writer, reporting bytes written so far.
 pub(crate) type Writer<'a> = &'a dyn Fn(&mut dyn Write, &mut dyn FnMut(u64)) -> io::Result<()>;

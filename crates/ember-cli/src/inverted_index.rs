@@ -7,8 +7,9 @@ use clap::Args as ClapArgs;
 use ember_apps::inverted_index::{build, write_docs, write_index, Docs};
 use ember_apps::text::TextSpec;
 
-use crate::common::{cache_dir, progress, write_output, RunArgs};
+use crate::common::{cache_dir, write_output, RunArgs};
 use crate::gen::TextArgs;
+use crate::progress::bar as progress;
 
 /// `ember inverted-index`.
 #[derive(ClapArgs)]

@@ -10,6 +10,7 @@ use ember_apps::matrix::MatrixSpec;
 
 use crate::common::{write_output, RunArgs};
 use crate::numeric;
+use crate::progress::progress_while;
 
 /// `ember kmeans`.
 #[derive(ClapArgs)]
@@ -95,7 +96,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let (c, stats) = if a.verbose {
         run(&a.run.options())
     } else {
-        a.run.with_progress(run)
+        progress_while(a.run.options(), "iteration", run)
     }?;
     write_output(a.output.as_deref(), |w| write_clusters(&c, w))?;
     summarize(&c, points.rows, stats.total_secs);

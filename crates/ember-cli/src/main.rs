@@ -18,6 +18,8 @@ mod matrix_multiply;
 mod numeric;
 mod output;
 mod pca;
+mod progress;
+mod report;
 mod sort;
 mod string_match;
 mod wordcount;
@@ -56,6 +58,9 @@ enum Command {
     Pca(pca::Args),
     /// Multiply two integer matrices (a map-only job).
     MatrixMultiply(matrix_multiply::Args),
+    /// Write a self-contained HTML report of a run from its --stats-json
+    /// and/or --trace files.
+    Report(report::Args),
     /// Generate reproducible inputs for the workloads.
     #[command(subcommand)]
     Gen(gen::Gen),
@@ -77,6 +82,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(a) => wordcount::demo(a),
         Command::Wordcount(a) => wordcount::run(a),
+        Command::Report(a) => report::run(a),
         Command::Histogram(a) => histogram::run(a),
         Command::LinearRegression(a) => linear_regression::run(a),
         Command::StringMatch(a) => string_match::run(a),

@@ -9,7 +9,8 @@ use ember::{Bytes, Input, Output, Runtime};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
 
-use crate::common::{parse_size, progress_while, write_output, RunArgs};
+use crate::common::{parse_size, write_output, RunArgs};
+use crate::progress::progress_while;
 
 /// `ember wordcount`.
 #[derive(ClapArgs)]
@@ -51,7 +52,7 @@ fn count(
         Some(path) => {
             // Everything, sorted by word; the top k are selected from it.
             let Output { pairs, stats } =
-                progress_while(opts, |o| rt.run_with(&WordCount::new(), input, o))?;
+                progress_while(opts, "job", |o| rt.run_with(&WordCount::new(), input, o))?;
             write_output(Some(path), |w| {
                 for (word, n) in &pairs {
                     w.write_all(word.as_bytes())?;
@@ -70,7 +71,9 @@ fn count(
         }
         None => {
             let opts = opts.top(top);
-            let out = progress_while(opts, |o| rt.run_with(&WordCount::by_count(), input, o))?;
+            let out = progress_while(opts, "job", |o| {
+                rt.run_with(&WordCount::by_count(), input, o)
+            })?;
             (out.pairs, out.stats)
         }
     };

@@ -117,7 +117,11 @@ fn output_files_get_the_usual_mode() {
         env!("CARGO_BIN_EXE_ember"),
         new.display()
     );
-    assert!(Command::new("sh").args(["-c", &cmd]).status().unwrap().success());
+    assert!(Command::new("sh")
+        .args(["-c", &cmd])
+        .status()
+        .unwrap()
+        .success());
     assert_eq!(mode(&new), 0o644);
 
     let old = dir.path().join("old.txt");

@@ -15,9 +15,10 @@ use crate::error::{Phase, Result};
 use crate::ingest::IngestThread;
 use crate::job::Job;
 use crate::pool::Pool;
-use crate::progress::Progress;
+use crate::progress::Watch;
 use crate::schedule::{map_source, Source};
 use crate::stats::{secs, Stats};
+use crate::trace::{Args, SpanKind, Track};
 use crate::unwind;
 
 /// Map output of at most this many entries (all workers) is reduced on the
@@ -39,7 +40,7 @@ pub(crate) struct Barrier<'r, 'i, 'a, J: Job> {
     /// The combiner the containers were built with.
     pub(crate) combiner: &'r J::Combiner,
     pub(crate) source: Source<'i, 'a>,
-    pub(crate) progress: Option<&'r Progress>,
+    pub(crate) watch: Watch<'r>,
     pub(crate) stats: &'r mut Stats,
 }
 
@@ -56,19 +57,16 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
             job,
             combiner,
             source,
-            progress,
+            watch,
             stats,
         } = self;
         let map_start = Instant::now();
         let map_busy = Busy::new(pool);
-        let workers = map_source(
-            pool,
-            ingest,
-            (source, progress),
-            stats,
-            make,
-            |c, _, split| map_busy.time(|| job.map(split, ForJob::<J, _>::of(c))),
-        )?;
+        let workers = map_source(pool, ingest, (source, watch), stats, make, |c, _, split| {
+            let before = c.pairs;
+            map_busy.time(|| job.map(split, ForJob::<J, _>::of(c)))?;
+            Ok(c.pairs - before)
+        })?;
         stats.map_secs = secs(map_start.elapsed());
         stats.map_tasks = workers.iter().map(|w| w.1).collect();
         stats.pairs_emitted = workers.iter().map(|w| w.0.pairs).sum();
@@ -77,9 +75,12 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
         stats.container_bytes = workers.iter().map(|w| w.0.memory_bytes() as u64).sum();
 
         let reduce_start = Instant::now();
+        let phase = watch.phase(Phase::Reduce);
         let reduce_busy = Busy::new(pool);
         let containers = workers.into_iter().map(|(c, _)| c.inner);
-        let (runs, tasks) = reduce(pool, (job, combiner), containers, held, &reduce_busy)?;
+        let how = (held, &reduce_busy, watch);
+        let (runs, tasks) = reduce(pool, (job, combiner), containers, how)?;
+        drop(phase);
         stats.reduce_tasks = tasks;
         stats.reduce_secs = secs(reduce_start.elapsed());
         stats.map_busy_secs = map_busy.secs();
@@ -100,8 +101,7 @@ fn reduce<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     pool: &Pool,
     (job, combiner): (&J, &J::Combiner),
     containers: impl ExactSizeIterator<Item = C>,
-    held: usize,
-    busy: &Busy<'_>,
+    (held, busy, watch): (usize, &Busy<'_>, Watch<'_>),
 ) -> Result<(Vec<Run<J>>, Vec<u64>)> {
     // Every worker's container has the same partitions.
     let mut columns: Vec<Vec<C::Part>> = Vec::new();
@@ -117,18 +117,30 @@ fn reduce<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     // Tasks per worker: each slot is added to by its own worker (relaxed)
     // and read after the pool has joined them all.
     let tasks: Vec<AtomicU64> = (0..pool.threads()).map(|_| AtomicU64::new(0)).collect();
-    let task = |parts| {
+    let task = |(p, parts)| {
         // The calling thread, if it is not one of the pool's, counts as
         // worker 0.
-        tasks[pool.current_index().unwrap_or(0)].fetch_add(1, Relaxed);
-        unwind::catch(Phase::Reduce, || {
+        let worker = pool.current_index();
+        tasks[worker.unwrap_or(0)].fetch_add(1, Relaxed);
+        let start = watch.clock();
+        let run = unwind::catch(Phase::Reduce, || {
             busy.time(|| C::reduce(parts, combiner, |k, r| job.reduce(k, r)))
-        })
+        });
+        if let (Some(start), Ok(run)) = (start, &run) {
+            let track = worker.map_or(Track::Caller, Track::Worker);
+            let args = Args {
+                index: Some(p as u64),
+                bytes: None,
+                pairs: Some(run.len() as u64),
+            };
+            watch.span(track, SpanKind::Task(Phase::Reduce), start, args);
+        }
+        run
     };
     let runs: Vec<Result<Run<J>>> = if held <= SMALL_REDUCE && J::Combiner::FOLDS {
-        columns.into_iter().map(task).collect()
+        columns.into_iter().enumerate().map(task).collect()
     } else {
-        pool.install(|| columns.into_par_iter().map(task).collect())
+        pool.install(|| columns.into_par_iter().enumerate().map(task).collect())
     };
     let runs = runs.into_iter().collect::<Result<Vec<_>>>()?;
     Ok((runs, tasks.into_iter().map(AtomicU64::into_inner).collect()))

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 pub enum Phase {
     /// Cutting the input into splits.
     Split,
+    /// Mapping a sample of the splits to size the containers.
+    Sample,
     /// Running `map` over the splits.
     Map,
     /// Joining each partition across workers and running `reduce`.
@@ -18,14 +20,22 @@ pub enum Phase {
     Merge,
 }
 
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Phase {
+    /// The phase's name, as errors, stats and traces print it.
+    pub fn name(self) -> &'static str {
+        match self {
             Phase::Split => "split",
+            Phase::Sample => "sample",
             Phase::Map => "map",
             Phase::Reduce => "reduce",
             Phase::Merge => "merge",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

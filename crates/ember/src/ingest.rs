@@ -65,6 +65,8 @@ pub(crate) struct Chunk {
     pub(crate) segments: Vec<Segment>,
     /// Seconds the reader spent filling it.
     pub(crate) read_secs: f64,
+    /// When the reader started filling it (set by the ingest thread).
+    pub(crate) read_start: Option<Instant>,
 }
 
 /// Cuts streams into chunks at record boundaries.
@@ -278,6 +280,7 @@ impl IngestThread {
             // its side of either channel (it failed or finished).
             while let Ok(mut chunk) = empty_rx.recv() {
                 let t = Instant::now();
+                chunk.read_start = Some(t);
                 let r = reader.fill(&mut chunk);
                 chunk.read_secs = t.elapsed().as_secs_f64();
                 let last = r.is_err() || chunk.segments.is_empty();

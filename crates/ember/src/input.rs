@@ -203,6 +203,16 @@ impl<'a> Input<'a> {
         self.parts.iter().map(|p| p.len() as usize).sum()
     }
 
+    /// Input bytes over all parts, if every part's length is known (a
+    /// stream may not say).
+    pub(crate) fn known_len(&self) -> Option<u64> {
+        let unknown = |p: &Part| matches!(p.data, Data::Streamed(_, None));
+        match self.parts.iter().any(unknown) {
+            true => None,
+            false => Some(self.len() as u64),
+        }
+    }
+
     /// True when there are no bytes at all.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -63,6 +63,7 @@ mod runtime;
 mod sample;
 mod schedule;
 pub mod stats;
+pub mod trace;
 mod unwind;
 
 pub use combine::{Combiner, KeepAll, Max, Min, Sum};
@@ -76,6 +77,7 @@ pub use options::RunOptions;
 pub use progress::Progress;
 pub use runtime::{Output, Runtime, RuntimeBuilder};
 pub use stats::Stats;
+pub use trace::Trace;
 
 /// The README's library example, compiled as a doctest so that it stays true.
 #[cfg(doctest)]

@@ -5,7 +5,8 @@ use crate::job::ContainerKind;
 use crate::merge::MergeKind;
 use crate::pipeline::PipelineOptions;
 use crate::plan::Mode;
-use crate::progress::Progress;
+use crate::progress::{Progress, Watch};
+use crate::trace::Trace;
 
 /// Settings for one run: `RunOptions::default()` and the setters below,
 /// e.g. `RunOptions::default().top(10).split_size(1 << 20)`.
@@ -35,6 +36,9 @@ pub struct RunOptions {
     /// A counter of the input bytes mapped, for a progress display polled
     /// from another thread (`ember` draws one from it).
     pub progress: Option<Progress>,
+    /// A recorder of the run's timeline: a span per task, chunk read,
+    /// merge and phase (`ember --trace` writes it for a profiler's viewer).
+    pub trace: Option<Trace>,
 }
 
 setters!(RunOptions {
@@ -46,6 +50,7 @@ setters!(RunOptions {
     chunk_buffers: usize,
     mode: Mode,
     progress: Progress,
+    trace: Trace,
 });
 
 impl RunOptions {
@@ -53,5 +58,10 @@ impl RunOptions {
     pub fn pipeline(mut self, pipeline: PipelineOptions) -> Self {
         self.pipeline = pipeline;
         self
+    }
+
+    /// What the run reports as it goes.
+    pub(crate) fn watch(&self) -> Watch<'_> {
+        Watch::new(self.progress.as_ref(), self.trace.as_ref())
     }
 }

@@ -79,11 +79,11 @@ use std::time::Instant;
 use crate::barrier::Run;
 use crate::busy::utilization;
 use crate::container::Container;
-use crate::error::Result;
+use crate::error::{Phase, Result};
 use crate::input::{Input, SplitRange};
 use crate::job::Job;
 use crate::pool::Pool;
-use crate::progress::Progress;
+use crate::progress::Watch;
 use crate::sample::HashOf;
 use crate::stats::{secs, PipelineStats, Stats};
 
@@ -175,7 +175,7 @@ pub(crate) struct Work<'r, 'i, J: Job> {
     pub(crate) input: &'r Input<'i>,
     pub(crate) splits: &'r [SplitRange],
     pub(crate) seeds: Vec<HashOf<J>>,
-    pub(crate) progress: Option<&'r Progress>,
+    pub(crate) watch: Watch<'r>,
 }
 
 /// Runs the map and reduce phases pipelined and returns the reduced runs
@@ -201,9 +201,10 @@ pub(crate) fn run<J: Job>(
         .unwrap_or_else(default_max_buffered_bytes);
     let sizing =
         exchange::Sizing::new::<J>(opts.buffer_bytes, max_bytes, threads - dedicated, threads)?;
-    let x = exchange::Exchange::new(job, threads, work.splits.len(), sizing, work.progress);
+    let x = exchange::Exchange::new(job, threads, work.splits.len(), sizing, work.watch);
 
     let start = Instant::now();
+    let phase = work.watch.phase(Phase::Map);
     let reports = pool.broadcast(|w| {
         let seed = seeds.get(w).and_then(|s| {
             let parts = s.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -216,6 +217,7 @@ pub(crate) fn run<J: Job>(
         worker::work(&x, w, role, seed, work.input, work.splits)
     });
     let end = Instant::now();
+    drop(phase);
     let (allocated, peak) = x.memory();
     x.failure.into_result()?;
 
@@ -331,7 +333,7 @@ mod tests {
                 input: &input,
                 splits: &rest,
                 seeds: containers,
-                progress: None,
+                watch: Watch::default(),
             };
             let runs = run(&pool, &Pairs, work, &opts, &mut stats).unwrap();
             let mut got: Vec<(u16, u64)> = runs.into_iter().flatten().collect();

@@ -27,10 +27,11 @@ use crate::options::RunOptions;
 use crate::pipeline;
 use crate::plan::{ContainerReason, ModeReason, Plan, Request, RunMode};
 use crate::pool::Pool;
-use crate::progress;
+use crate::progress::Watch;
 use crate::sample::{self, Sample};
 use crate::schedule::{default_split_size, map_source, Source};
 use crate::stats::{secs, Stats};
+use crate::trace::{Args, SpanKind, Track};
 use crate::unwind;
 
 /// A MapReduce runtime: a pool of worker threads and default settings,
@@ -140,12 +141,18 @@ impl Runtime {
         opts: &RunOptions,
     ) -> Result<Output<J::Key, J::Out>> {
         let start = Instant::now();
+        let watch = opts.watch();
+        watch.start(input.known_len());
         let request = Request::new(job, opts.container, opts.mode, self.threads())?;
         let splits = self.split(input, job.records(), opts)?;
         let mut stats = self.stats_of(input, splits.len(), start);
 
         let sample = match request.needs_sample() {
-            true => sample::run(&self.pool, job, input, &splits, request.partitions())?,
+            true => {
+                let _phase = watch.phase(Phase::Sample);
+                let at = (input, &splits[..]);
+                sample::run((&self.pool, watch), job, at, request.partitions())?
+            }
             false => Sample::none(),
         };
         let plan = request.decide(
@@ -163,8 +170,9 @@ impl Runtime {
             }
             _ => self.barrier(job, input, (splits, sample), (&plan, opts), &mut stats)?,
         };
-        let pairs = self.merge(job, runs, opts.top, &mut stats)?;
+        let pairs = self.merge(job, runs, (opts.top, watch), &mut stats)?;
         stats.total_secs = secs(start.elapsed());
+        trace_run(watch, start, &stats);
         Ok(Output { pairs, stats })
     }
 
@@ -194,7 +202,7 @@ impl Runtime {
         let keep = plan.container == ContainerKind::Hash && sample.kept.is_some();
         let (splits, kept) = match keep {
             true => {
-                progress::add(opts.progress.as_ref(), sample.bytes(&splits));
+                opts.watch().mapped(sample.bytes(&splits));
                 (sample.rest(&splits), sample.kept.unwrap_or_default())
             }
             false => (splits, Vec::new()),
@@ -216,7 +224,7 @@ impl Runtime {
             job,
             combiner: &combiner,
             source: self.source(input, splits, job.records(), opts)?,
-            progress: opts.progress.as_ref(),
+            watch: opts.watch(),
             stats: &mut *stats,
         };
         let runs = container::build(plan.container, (sizing, &combiner), kept, barrier)?;
@@ -244,7 +252,7 @@ impl Runtime {
         let (rest, bytes) = (sample.rest(splits), sample.bytes(splits));
         let (splits, seeds) = match sample.kept {
             Some(kept) => {
-                progress::add(opts.progress.as_ref(), bytes);
+                opts.watch().mapped(bytes);
                 (rest, kept)
             }
             None => (splits.to_vec(), Vec::new()),
@@ -253,7 +261,7 @@ impl Runtime {
             input,
             splits: &splits,
             seeds,
-            progress: opts.progress.as_ref(),
+            watch: opts.watch(),
         };
         pipeline::run(&self.pool, job, work, &opts.pipeline, stats)
     }
@@ -263,10 +271,11 @@ impl Runtime {
         &self,
         job: &J,
         runs: Vec<Run<J>>,
-        top: Option<usize>,
+        (top, watch): (Option<usize>, Watch<'_>),
         stats: &mut Stats,
     ) -> Result<Vec<(J::Key, J::Out)>> {
         let start = Instant::now();
+        let _phase = watch.phase(Phase::Merge);
         stats.distinct_keys = runs.iter().map(Vec::len).sum::<usize>() as u64;
         let cmp = |a: &(J::Key, J::Out), b: &(J::Key, J::Out)| {
             job.order(a, b).then_with(|| a.0.cmp(&b.0))
@@ -278,6 +287,11 @@ impl Runtime {
         })?;
         stats.merge_secs = secs(start.elapsed());
         stats.output_pairs = pairs.len() as u64;
+        let args = Args {
+            pairs: Some(stats.output_pairs),
+            ..Args::default()
+        };
+        watch.span(Track::Merge, SpanKind::Task(Phase::Merge), start, args);
         Ok(pairs)
     }
 
@@ -290,6 +304,8 @@ impl Runtime {
         opts: &RunOptions,
     ) -> Result<Output<J::Key, J::Value>> {
         let start = Instant::now();
+        let watch = opts.watch();
+        watch.start(input.known_len());
         let splits = self.split(input, job.records(), opts)?;
         let mut stats = self.stats_of(input, splits.len(), start);
         stats.plan = Plan {
@@ -309,14 +325,15 @@ impl Runtime {
         let workers = map_source(
             &self.pool,
             &self.ingest,
-            (source, opts.progress.as_ref()),
+            (source, watch),
             &mut stats,
             |_| Vec::new(),
             |runs, i, split| {
                 let mut out = Vec::new();
                 busy.time(|| job.map(split, &mut out))?;
+                let pairs = out.len() as u64;
                 runs.push((i, out));
-                Ok(())
+                Ok(pairs)
             },
         )?;
         stats.map_secs = secs(map_start.elapsed());
@@ -327,6 +344,7 @@ impl Runtime {
         // Input order first (each split's pairs, splits in order), so that a
         // stable sort by key is deterministic.
         let merge_start = Instant::now();
+        let phase = watch.phase(Phase::Merge);
         let mut runs: Vec<(usize, Vec<_>)> = workers.into_iter().flat_map(|w| w.0).collect();
         runs.sort_unstable_by_key(|r| r.0);
         let runs: Vec<Vec<_>> = runs.into_iter().map(|r| r.1).collect();
@@ -339,9 +357,11 @@ impl Runtime {
             runs.into_iter().flatten().collect()
         };
         stats.merge_secs = secs(merge_start.elapsed());
+        drop(phase);
         stats.total_secs = secs(start.elapsed());
         stats.pairs_emitted = pairs.len() as u64;
         stats.output_pairs = pairs.len() as u64;
+        trace_run(watch, start, &stats);
         Ok(Output { pairs, stats })
     }
 
@@ -384,6 +404,7 @@ impl Runtime {
         records: Records,
         opts: &RunOptions,
     ) -> Result<Vec<SplitRange>> {
+        let _phase = opts.watch().phase(Phase::Split);
         if opts.split_size == Some(0) {
             return Err(Error::Config("split size must be at least 1 byte".into()));
         }
@@ -393,4 +414,15 @@ impl Runtime {
             .unwrap_or_else(|| default_split_size(input.len(), self.threads()));
         plan_splits(input, records, split_size, self.threads())
     }
+}
+
+/// Traces a finished run as one span on the run's track, with its input
+/// bytes and output pairs.
+fn trace_run(watch: Watch<'_>, start: Instant, stats: &Stats) {
+    let args = Args {
+        index: None,
+        bytes: Some(stats.input_bytes),
+        pairs: Some(stats.output_pairs),
+    };
+    watch.span(Track::Run, SpanKind::Run, start, args);
 }

@@ -16,11 +16,12 @@ use std::time::Instant;
 use crate::combine::Combiner;
 use crate::container::hash::HashContainer;
 use crate::container::{Container, Counting, ForJob, KeyHashes, INITIAL_CAPACITY};
-use crate::error::Result;
+use crate::error::{Phase, Result};
 use crate::input::{plan_slice, Input, SplitRange};
 use crate::job::Job;
 use crate::pool::Pool;
 use crate::predict::{self, History, Prediction};
+use crate::progress::Watch;
 use crate::schedule::{map_splits, split_in};
 use crate::stats::secs;
 
@@ -78,10 +79,9 @@ impl<J: Job> Sample<J> {
 /// Samples `splits` of `input` on every worker of `pool`, into containers
 /// of `partitions` partitions. No sample when the input is too small.
 pub(crate) fn run<J: Job>(
-    pool: &Pool,
+    (pool, watch): (&Pool, Watch<'_>),
     job: &J,
-    input: &Input<'_>,
-    splits: &[SplitRange],
+    (input, splits): (&Input<'_>, &[SplitRange]),
     partitions: usize,
 ) -> Result<Sample<J>> {
     let start = Instant::now();
@@ -93,21 +93,24 @@ pub(crate) fn run<J: Job>(
     let bytes: usize = pieces.iter().map(|s| s.end - s.start).sum();
     let fraction = bytes as f64 / input.len().max(1) as f64;
     let split_at = |i: usize| split_in(input, &pieces[i]);
-    let n = (input, pieces.len());
+    let n = (input, 0, pieces.len());
+    let traced = (watch, Phase::Sample);
     let (kept, tasks, histories) = if J::Combiner::FOLDS {
         let combiner = job.combiner();
         let workers = map_splits(
             pool,
             n,
+            traced,
             split_at,
             |_| {
                 let c = HashContainer::new(partitions, INITIAL_CAPACITY, combiner.clone());
                 (Counting::new(c), History::new())
             },
             |(c, history): &mut (HashOf<J>, History), _, split| {
+                let before = c.pairs;
                 job.map(split, ForJob::<J, _>::of(c))?;
                 history.push((c.pairs, c.distinct() as u64));
-                Ok(())
+                Ok(c.pairs - before)
             },
         )?;
         let tasks = workers.iter().map(|w| w.1).collect();
@@ -117,12 +120,14 @@ pub(crate) fn run<J: Job>(
         let workers = map_splits(
             pool,
             n,
+            traced,
             split_at,
             |_| (Counting::new(KeyHashes::new()), History::new()),
             |(c, history), _, split| {
+                let before = c.pairs;
                 job.map(split, ForJob::<J, _>::of(c))?;
                 history.push((c.pairs, c.inner.len() as u64));
-                Ok(())
+                Ok(c.pairs - before)
             },
         )?;
         let histories: Vec<History> = workers.into_iter().map(|w| w.0 .1).collect();

@@ -14,15 +14,16 @@
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Phase, Result};
 use crate::ingest::{plan_chunk, Chunk, ChunkReader, IngestThread};
 use crate::input::{Input, SplitRange};
-use crate::job::{Malformed, MapResult, Records, Split};
+use crate::job::{Malformed, Records, Split};
 use crate::pool::Pool;
-use crate::progress::{self, Progress};
+use crate::progress::Watch;
 use crate::stats::{secs, ChunkStats, Stats};
+use crate::trace::{Args, SpanKind, Track};
 use crate::unwind::Failure;
 
 /// Runs `task(i)` for split indices `0..n` drawn from `next` until none is
@@ -49,15 +50,18 @@ pub(crate) fn pull(
 }
 
 /// Maps splits `0..n` on every worker: each makes its own state with
-/// `new_worker(worker)`, then pulls indices and calls `map(state, index,
-/// split_at(index))`. A malformed record fails the run with its place in
-/// `input`. Returns each worker's state and task count, in worker order.
+/// `new_worker(worker)`, then pulls indices and calls `map(state, first +
+/// index, split_at(index))`, which returns the pairs it emitted. A malformed
+/// record fails the run with its place in `input`. Each task is traced as a
+/// task of `phase`. Returns each worker's state and task count, in worker
+/// order.
 pub(crate) fn map_splits<'s, W: Send>(
     pool: &Pool,
-    (input, n): (&Input<'_>, usize),
+    (input, first, n): (&Input<'_>, usize, usize),
+    (watch, phase): (Watch<'_>, Phase),
     split_at: impl Fn(usize) -> Split<'s> + Sync,
     new_worker: impl Fn(usize) -> W + Sync,
-    map: impl Fn(&mut W, usize, Split<'s>) -> MapResult + Sync,
+    map: impl Fn(&mut W, usize, Split<'s>) -> Result<u64, Malformed> + Sync,
 ) -> Result<Vec<(W, u64)>> {
     let next = AtomicUsize::new(0);
     let failure = Failure::new();
@@ -65,8 +69,18 @@ pub(crate) fn map_splits<'s, W: Send>(
         let mut state = new_worker(w);
         let tasks = pull(&next, n, &failure, |i| {
             let split = split_at(i);
-            let at = (split.part, split.offset);
-            map(&mut state, i, split).map_err(|m| malformed(m, input, at))
+            let (at, bytes) = ((split.part, split.offset), split.data.len());
+            let start = watch.clock();
+            let pairs = map(&mut state, first + i, split).map_err(|m| malformed(m, input, at))?;
+            if let Some(start) = start {
+                let args = Args {
+                    index: Some((first + i) as u64),
+                    bytes: Some(bytes as u64),
+                    pairs: Some(pairs),
+                };
+                watch.span(Track::Worker(w), SpanKind::Task(phase), start, args);
+            }
+            Ok(())
         });
         (state, tasks)
     });
@@ -110,25 +124,28 @@ pub(crate) fn split_in<'s>(input: &'s Input<'_>, s: &SplitRange) -> Split<'s> {
 /// The map loop over a source. In-memory splits go to [`map_splits`]; a
 /// stream is mapped chunk by chunk, each chunk by every worker into the
 /// same per-worker state. `map` gets a split index that grows in input
-/// order. Streamed runs add their chunks to `stats`.
+/// order and returns the pairs it emitted. Streamed runs add their chunks
+/// to `stats`.
 pub(crate) fn map_source<W: Send>(
     pool: &Pool,
     ingest: &IngestThread,
-    (source, progress): (Source<'_, '_>, Option<&Progress>),
+    (source, watch): (Source<'_, '_>, Watch<'_>),
     stats: &mut Stats,
     new_worker: impl Fn(usize) -> W + Sync,
-    map: impl Fn(&mut W, usize, Split<'_>) -> MapResult + Sync,
+    map: impl Fn(&mut W, usize, Split<'_>) -> Result<u64, Malformed> + Sync,
 ) -> Result<Vec<(W, u64)>> {
     let map = |w: &mut W, i: usize, split: Split<'_>| {
         let bytes = split.data.len();
-        map(w, i, split)?;
-        progress::add(progress, bytes);
-        Ok(())
+        let pairs = map(w, i, split)?;
+        watch.mapped(bytes);
+        Ok(pairs)
     };
+    let _phase = watch.phase(Phase::Map);
     match source {
         Source::Memory(input, splits) => map_splits(
             pool,
-            (input, splits.len()),
+            (input, 0, splits.len()),
+            (watch, Phase::Map),
             |i| split_in(input, &splits[i]),
             new_worker,
             map,
@@ -142,7 +159,7 @@ pub(crate) fn map_source<W: Send>(
             let records = reader.records();
             let (empty, full) = ingest.read(reader, buffers)?;
             let mut stream = Stream::new((input, empty, full, records), buffers, stats);
-            stream.map(pool, split_size, new_worker, map)
+            stream.map((pool, watch), split_size, new_worker, map)
         }
     }
 }
@@ -195,10 +212,10 @@ impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
 
     fn map<W: Send>(
         &mut self,
-        pool: &Pool,
+        (pool, watch): (&Pool, Watch<'_>),
         split_size: usize,
         new_worker: impl Fn(usize) -> W + Sync,
-        map: impl Fn(&mut W, usize, Split<'_>) -> MapResult + Sync,
+        map: impl Fn(&mut W, usize, Split<'_>) -> Result<u64, Malformed> + Sync,
     ) -> Result<Vec<(W, u64)>> {
         let mut workers: Vec<(W, u64)> = Vec::new();
         let mut base = 0;
@@ -223,13 +240,27 @@ impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
                     None => (new_worker(w), 0),
                 }
             };
-            let n = (self.input, splits.len());
-            let out = map_splits(pool, n, split_at, state, |st, i, split| {
-                map(&mut st.0, base + i, split)
-            })?;
+            let n = (self.input, base, splits.len());
+            let out = map_splits(
+                pool,
+                n,
+                (watch, Phase::Map),
+                split_at,
+                state,
+                |st, i, split| map(&mut st.0, i, split),
+            )?;
             workers = out.into_iter().map(|((st, t0), t)| (st, t0 + t)).collect();
-            base += splits.len();
             self.record(&chunk, splits.len(), secs(start.elapsed()));
+            if let Some(start) = chunk.read_start {
+                let read = Args {
+                    index: Some(self.stats.chunks.len() as u64 - 1),
+                    bytes: self.stats.chunks.last().map(|c| c.bytes),
+                    pairs: None,
+                };
+                let took = Duration::from_secs_f64(chunk.read_secs);
+                watch.span_of(Track::Ingest, SpanKind::Read, (start, took), read);
+            }
+            base += splits.len();
             // A failed send means the reader is done: nothing to return.
             let _ = self.empty.send(chunk);
         }

@@ -32,7 +32,7 @@ use crate::combine::Combiner;
 use crate::container::table::Table;
 use crate::error::{Error, Phase};
 use crate::job::{Job, StateOf};
-use crate::progress::Progress;
+use crate::progress::Watch;
 use crate::unwind::Failure;
 
 use super::DEFAULT_BUFFER_BYTES;
@@ -233,8 +233,9 @@ pub(super) struct Exchange<'j, J: Job> {
     pub(super) next_split: AtomicUsize,
     /// Splits in all.
     pub(super) splits: usize,
-    /// The run's progress counter: each split's bytes once it is mapped.
-    pub(super) progress: Option<&'j Progress>,
+    /// The run's progress counter and trace: each split's bytes once it is
+    /// mapped, a span per task.
+    pub(super) watch: Watch<'j>,
     /// Workers that have not yet sent their last buffer (every worker
     /// sends: its map output, or its share of a kept sample). Each worker
     /// decrements it once, with release ordering, after its last send;
@@ -277,7 +278,7 @@ impl<'j, J: Job> Exchange<'j, J> {
         workers: usize,
         splits: usize,
         sizing: Sizing,
-        progress: Option<&'j Progress>,
+        watch: Watch<'j>,
     ) -> Self {
         Exchange {
             job,
@@ -293,7 +294,7 @@ impl<'j, J: Job> Exchange<'j, J> {
             free: (0..workers).map(|_| Chan::new()).collect(),
             next_split: AtomicUsize::new(0),
             splits,
-            progress,
+            watch,
             mappers_left: AtomicUsize::new(workers),
             wanted: AtomicBool::new(false),
             allocated: AtomicUsize::new(0),

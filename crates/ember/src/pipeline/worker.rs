@@ -14,8 +14,8 @@ use crate::error::Phase;
 use crate::input::{Input, SplitRange};
 use crate::job::{Emit, Job, StateOf};
 use crate::key::Key;
-use crate::progress;
 use crate::schedule::{malformed, pull, split_in};
+use crate::trace::{Args, SpanKind, Track};
 use crate::unwind;
 
 /// What a worker brings back from the run.
@@ -256,12 +256,23 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
             let split = split_in(input, &splits[i]);
             let (bytes, at) = (split.data.len(), (split.part, split.offset));
             let start = Instant::now();
-            let before = (self.clock.reduce, self.clock.idle);
+            let before = (self.clock.reduce, self.clock.idle, self.pairs);
             let mapped = x.job.map(split, &mut *self);
             // Folds and waits inside map (at hand-offs) are not map time.
             let nested = (self.clock.reduce - before.0) + (self.clock.idle - before.1);
             self.clock.map += start.elapsed().saturating_sub(nested);
-            progress::add(x.progress, bytes);
+            x.watch.mapped(bytes);
+            let args = Args {
+                index: Some(i as u64),
+                bytes: Some(bytes as u64),
+                pairs: Some(self.pairs - before.2),
+            };
+            x.watch.span(
+                Track::Worker(self.me),
+                SpanKind::Task(Phase::Map),
+                start,
+                args,
+            );
             if x.take_request() {
                 self.flush();
             }
@@ -350,6 +361,19 @@ pub(super) fn work<J: Job>(
         out
     });
     clock.reduce += start.elapsed();
+    if let Ok(run) = &reduced {
+        let args = Args {
+            index: Some(me as u64),
+            bytes: None,
+            pairs: Some(run.len() as u64),
+        };
+        x.watch.span(
+            Track::Worker(me),
+            SpanKind::Task(Phase::Reduce),
+            start,
+            args,
+        );
+    }
     match reduced {
         Ok(run) => report.run = run,
         Err(e) => x.failure.record(e),
