@@ -183,8 +183,8 @@ mod tests {
     }
 
     /// Runs word count `jobs` times over `text` under a display drawn on a
-    /// [`Screen`] at once, and waits for a few ticks after each run, so the
-    /// display draws the finished state. Returns what was drawn.
+    /// [`Screen`] at once; after each run, waits until the display has drawn
+    /// that run's last phase (at most 30 s). Returns what was drawn.
     fn drawn(text: &[u8], jobs: usize, unit: &'static str) -> String {
         let screen = Screen::default();
         let counter = Progress::new();
@@ -197,11 +197,21 @@ mod tests {
             target: move || ProgressDrawTarget::term_like(Box::new(term)),
         };
         let rt = Runtime::builder().threads(2).build().unwrap();
+        let drew = |marker: &str| {
+            let start = Instant::now();
+            while !screen.0.lock().unwrap().contains(marker) {
+                assert!(start.elapsed() < Duration::from_secs(30), "never drew {marker}");
+                std::thread::sleep(TICK);
+            }
+        };
         shown.during(|| {
-            for _ in 0..jobs {
+            for run in 1..=jobs {
                 rt.run_with(&WordCount::new(), &Input::bytes(text), &opts)
                     .unwrap();
-                std::thread::sleep(5 * TICK);
+                match jobs {
+                    1 => drew("merge   [="),
+                    _ => drew(&format!("{unit} {run}, merge")),
+                }
             }
         });
         let s = screen.0.lock().unwrap().clone();
