@@ -33,6 +33,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use ember::spill::{Codec, Encode};
 use ember::{
     Bytes, Combiner, Emit, Error, Input, Job, KeepAll, Key, MapOnlyJob, MapResult, Records, Result,
     RunOptions, Runtime, Split, Stats,
@@ -80,6 +81,19 @@ impl PostingList {
     /// The ids, in the order they were added.
     pub fn into_ids(self) -> Vec<DocId> {
         self.ids
+    }
+}
+
+impl Encode for PostingList {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.ids.encode(out);
+    }
+    fn decode(input: &mut &[u8]) -> Option<Self> {
+        let ids = Vec::<DocId>::decode(input)?;
+        Some(PostingList {
+            last: *ids.last()?,
+            ids,
+        })
     }
 }
 
@@ -299,6 +313,11 @@ impl Job for InvertedIndex<'_> {
     /// average ([`ember::PipelineOptions`]), so its lists stay bounded too.
     fn pipelinable(&self) -> bool {
         true
+    }
+
+    /// Words and posting lists spill (a list as its ids).
+    fn codec(&self) -> Option<Codec<Bytes, PostingList>> {
+        Some(Codec::new())
     }
 
     fn reduce(&self, _word: &Bytes, list: PostingList) -> Vec<DocId> {

@@ -8,6 +8,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
+use ember::spill::Codec;
 use ember::{Bytes, Emit, Job, MapResult, Records, Split, Sum};
 
 /// 0: not a letter; 1: lower-case letter; 2: upper-case letter.
@@ -147,6 +148,11 @@ impl Job for WordCount {
 
     fn reduce(&self, _word: &Bytes, count: u64) -> u64 {
         count
+    }
+
+    /// Words and counts spill as they are.
+    fn codec(&self) -> Option<Codec<Bytes, u64>> {
+        Some(Codec::new())
     }
 
     /// Counts are sums: partial counts fold in any order.

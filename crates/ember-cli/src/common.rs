@@ -45,6 +45,17 @@ pub(crate) struct RunArgs {
     /// eighth of the memory, if less).
     #[arg(long, value_parser = parse_size, value_name = "SIZE")]
     pub(crate) max_buffered: Option<u64>,
+    /// Memory budget for intermediate data, e.g. 2GiB: a worker whose
+    /// container passes its share spills it to disk as sorted runs, and
+    /// reduce merges them (word count, inverted index). Default: three
+    /// quarters of the available memory (or of the cgroup's limit).
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub(crate) memory_limit: Option<u64>,
+    /// Where spill files go (a directory of their own is made there and
+    /// removed at the end, on an error or Ctrl-C too). Default: the system's
+    /// temporary directory ($TMPDIR or /tmp).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) spill_dir: Option<PathBuf>,
     /// Print the phase breakdown to standard error.
     #[arg(long)]
     pub(crate) stats: bool,
@@ -85,6 +96,8 @@ impl RunArgs {
                     .max_buffered_bytes(self.max_buffered.map(|s| s as usize)),
             )
             .trace(self.trace.as_ref().map(|_| self.recorder.clone()))
+            .memory_limit(self.memory_limit)
+            .spill_dir(self.spill_dir.clone())
     }
 
     /// Calls `f` with the run options, showing its progress as

@@ -82,6 +82,25 @@ pub enum Error {
     /// A setting out of range.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// Spilling intermediate data to disk failed (a full disk, a spill
+    /// directory that cannot be written).
+    #[error("cannot spill to '{}': {source}", path.display())]
+    Spill {
+        /// The spill file or directory.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The intermediate data passed the memory limit the caller set, and
+    /// the job cannot spill (it has no [`Codec`](crate::spill::Codec)).
+    #[error(
+        "the intermediate data passed the memory limit of {limit} bytes, and this job \
+         cannot spill to disk: raise the limit"
+    )]
+    MemoryLimit {
+        /// The limit, in bytes.
+        limit: u64,
+    },
 }
 
 impl Error {

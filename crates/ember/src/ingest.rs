@@ -103,6 +103,11 @@ impl ChunkReader {
         self.records
     }
 
+    /// The bytes a chunk is filled to.
+    pub(crate) fn chunk_size(&self) -> usize {
+        self.chunk_size
+    }
+
     /// Fills `chunk` with the next chunk; no segments means the end. After
     /// an error (a failed or panicking read, a panicking splitter) the
     /// stream's state is unknown: the reader ends there.

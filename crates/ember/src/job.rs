@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use crate::combine::Combiner;
 use crate::derive::names;
 use crate::key::Key;
+use crate::spill::Codec;
 
 /// Where the input may be cut into splits without cutting a record in two.
 ///
@@ -305,6 +306,17 @@ pub trait Job: Sync {
     /// ([`ReducedOf`]: the total for [`Sum`](crate::Sum), a slice for
     /// [`KeepAll`](crate::KeepAll)), to its output value.
     fn reduce(&self, key: &Self::Key, values: ReducedOf<'_, Self>) -> Self::Out;
+
+    /// How the job's keys and combiner states are written to disk, for a
+    /// run whose intermediate data passes its memory budget
+    /// ([`RunOptions::memory_limit`](crate::RunOptions::memory_limit)):
+    /// `Some(Codec::new())` where both implement
+    /// [`Encode`](crate::spill::Encode). `None` (the default): the job
+    /// does not spill, and a run that passes a limit the caller set fails
+    /// with [`Error::MemoryLimit`](crate::Error::MemoryLimit).
+    fn codec(&self) -> Option<Codec<Self::Key, StateOf<Self>>> {
+        None
+    }
 
     /// True when the job's map and reduce may be pipelined
     /// ([`Mode::Pipelined`](crate::Mode)): its `reduce` input is the state of

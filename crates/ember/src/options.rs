@@ -1,5 +1,7 @@
 //! The settings of one run.
 
+use std::path::PathBuf;
+
 use crate::derive::setters;
 use crate::job::ContainerKind;
 use crate::merge::MergeKind;
@@ -39,6 +41,16 @@ pub struct RunOptions {
     /// A recorder of the run's timeline: a span per task, chunk read,
     /// merge and phase (`ember --trace` writes it for a profiler's viewer).
     pub trace: Option<Trace>,
+    /// Bytes the intermediate data may take (overrides the runtime's; the
+    /// default is derived from the machine: see
+    /// [`default_memory_limit`](crate::tune::default_memory_limit)). A
+    /// barrier-mode worker whose container passes its share spills it to
+    /// disk, if the job has a [`codec`](crate::Job::codec).
+    pub memory_limit: Option<u64>,
+    /// Where spill files go (overrides the runtime's; default: the
+    /// system's temporary directory). Each run that spills makes a
+    /// directory of its own there and removes it when it ends.
+    pub spill_dir: Option<PathBuf>,
 }
 
 setters!(RunOptions {
@@ -51,6 +63,8 @@ setters!(RunOptions {
     mode: Mode,
     progress: Progress,
     trace: Trace,
+    memory_limit: u64,
+    spill_dir: PathBuf,
 });
 
 impl RunOptions {

@@ -87,6 +87,10 @@ pub enum Unsampled {
     Streamed,
     /// Too few splits for a sample to pay.
     TooSmall,
+    /// The memory limit is below a quarter of the input: the sample's
+    /// containers (a twentieth of the input, several times its bytes in
+    /// tables) would not stay within it.
+    Budget,
 }
 
 /// Why a run uses its container.
@@ -269,17 +273,18 @@ impl Request {
     }
 
     /// The plan for an input that is `streamed` (or else `mapped`), given
-    /// what the sample showed.
+    /// what the sample showed (none when `tight`: a memory limit too small
+    /// for a sample).
     pub(crate) fn decide(
         &self,
         prediction: Option<&Prediction>,
-        (streamed, mapped): (bool, bool),
+        (streamed, mapped, tight): (bool, bool, bool),
         merge: MergeKind,
     ) -> Plan {
-        let unsampled = if streamed {
-            Unsampled::Streamed
-        } else {
-            Unsampled::TooSmall
+        let unsampled = match (tight, streamed) {
+            (true, _) => Unsampled::Budget,
+            (false, true) => Unsampled::Streamed,
+            (false, false) => Unsampled::TooSmall,
         };
         let (container, container_reason) = self.container(prediction, unsampled);
         let (mode, mode_reason) = self.mode(streamed);
@@ -408,6 +413,7 @@ impl fmt::Display for Unsampled {
         f.write_str(match self {
             Unsampled::Streamed => "streamed input is not sampled",
             Unsampled::TooSmall => "input too small to sample",
+            Unsampled::Budget => "the memory limit is too small for a sample",
         })
     }
 }

@@ -13,15 +13,17 @@
 //! A panic in user code stops the other workers at their next split and
 //! comes back as [`Error::Panicked`]; the pool stays usable.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::barrier::{Barrier, Run};
+use crate::barrier::{Barrier, Memory, Run};
 use crate::busy::{utilization, Busy};
 use crate::container::{self, Sizing};
 use crate::error::{Error, Phase, Result};
 use crate::ingest::{ChunkReader, IngestThread, DEFAULT_CHUNK_BUFFERS, DEFAULT_CHUNK_SIZE};
 use crate::input::{plan_splits, Input, SplitRange};
-use crate::job::{ContainerKind, Job, KeyHint, MapOnlyJob, Records};
+use crate::job::{ContainerKind, Job, KeyHint, MapOnlyJob, Records, StateOf};
+use crate::memory::Budget;
 use crate::merge;
 use crate::options::RunOptions;
 use crate::pipeline;
@@ -30,6 +32,7 @@ use crate::pool::Pool;
 use crate::progress::Watch;
 use crate::sample::{self, Sample};
 use crate::schedule::{default_split_size, map_source, Source};
+use crate::spill;
 use crate::stats::{secs, Stats};
 use crate::trace::{Args, SpanKind, Track};
 use crate::unwind;
@@ -40,6 +43,8 @@ pub struct Runtime {
     pool: Pool,
     ingest: IngestThread,
     split_size: Option<usize>,
+    memory_limit: Option<u64>,
+    spill_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -47,6 +52,8 @@ impl std::fmt::Debug for Runtime {
         f.debug_struct("Runtime")
             .field("threads", &self.threads())
             .field("split_size", &self.split_size)
+            .field("memory_limit", &self.memory_limit)
+            .field("spill_dir", &self.spill_dir)
             .finish()
     }
 }
@@ -57,6 +64,8 @@ pub struct RuntimeBuilder {
     threads: Option<usize>,
     split_size: Option<usize>,
     pin: bool,
+    memory_limit: Option<u64>,
+    spill_dir: Option<PathBuf>,
 }
 
 impl RuntimeBuilder {
@@ -83,6 +92,23 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Default memory budget in bytes for this runtime's runs (default:
+    /// derived from the machine, see
+    /// [`default_memory_limit`](crate::tune::default_memory_limit); a run's
+    /// [`RunOptions::memory_limit`] overrides it).
+    pub fn memory_limit(mut self, bytes: u64) -> Self {
+        self.memory_limit = Some(bytes);
+        self
+    }
+
+    /// Default directory for this runtime's spill files (default: the
+    /// system's temporary directory; a run's [`RunOptions::spill_dir`]
+    /// overrides it).
+    pub fn spill_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.spill_dir = Some(dir.into());
+        self
+    }
+
     /// Starts the worker threads.
     pub fn build(self) -> Result<Runtime> {
         let threads = match self.threads {
@@ -97,6 +123,8 @@ impl RuntimeBuilder {
             pool: Pool::new(threads, self.pin)?,
             ingest: IngestThread::start()?,
             split_size: self.split_size,
+            memory_limit: self.memory_limit,
+            spill_dir: self.spill_dir,
         })
     }
 }
@@ -147,7 +175,11 @@ impl Runtime {
         let splits = self.split(input, job.records(), opts)?;
         let mut stats = self.stats_of(input, splits.len(), start);
 
-        let sample = match request.needs_sample() {
+        let tight = match opts.memory_limit.or(self.memory_limit) {
+            Some(limit) => limit < input.len() as u64 / 4,
+            None => false,
+        };
+        let sample = match request.needs_sample() && !tight {
             true => {
                 let _phase = watch.phase(Phase::Sample);
                 let at = (input, &splits[..]);
@@ -157,7 +189,7 @@ impl Runtime {
         };
         let plan = request.decide(
             sample.prediction.as_ref(),
-            (input.is_streamed(), input.is_mapped()),
+            (input.is_streamed(), input.is_mapped(), tight),
             opts.merge.unwrap_or_default(),
         );
         stats.sample_secs = sample.secs;
@@ -208,13 +240,19 @@ impl Runtime {
             false => (splits, Vec::new()),
         };
         let prediction = sample.prediction.as_ref();
+        let source = self.source(input, splits, job.records(), opts)?;
+        let memory = self.memory(&source, opts)?;
+        // A table reserved past the budget would spill at once: at most
+        // the keys whose entries (at half load) fit in a worker's share.
+        let entry = std::mem::size_of::<(J::Key, StateOf<J>)>().max(1);
+        let fit = memory.budget.share(memory.reserved, self.threads()) / (2 * entry);
         let sizing = Sizing {
             partitions: plan.partitions,
             dense: match job.keys() {
                 KeyHint::Dense(n) => n,
                 _ => 0,
             },
-            keys: prediction.map_or(0, |p| p.keys_per_worker as usize),
+            keys: prediction.map_or(0, |p| (p.keys_per_worker as usize).min(fit)),
             pairs: prediction.map_or(0, |p| p.pairs_per_worker as usize),
         };
         let combiner = job.combiner();
@@ -223,7 +261,8 @@ impl Runtime {
             ingest: &self.ingest,
             job,
             combiner: &combiner,
-            source: self.source(input, splits, job.records(), opts)?,
+            memory,
+            source,
             watch: opts.watch(),
             stats: &mut *stats,
         };
@@ -237,6 +276,27 @@ impl Runtime {
             }
         }
         Ok(runs)
+    }
+
+    /// A run's memory budget and spill directory: the run's settings, else
+    /// the runtime's, else the defaults. Input buffers of a streamed run
+    /// count against the budget.
+    fn memory(&self, source: &Source<'_, '_>, opts: &RunOptions) -> Result<Memory> {
+        let dir = opts.spill_dir.as_ref().or(self.spill_dir.as_ref());
+        if let Some(dir) = dir {
+            spill::check_dir(dir)?;
+        }
+        let reserved = match source {
+            Source::Memory(..) => 0,
+            Source::Stream {
+                buffers, reader, ..
+            } => (*buffers * reader.chunk_size()) as u64,
+        };
+        Ok(Memory {
+            budget: Budget::new(opts.memory_limit.or(self.memory_limit)),
+            dir: dir.cloned().unwrap_or_else(spill::default_dir),
+            reserved,
+        })
     }
 
     /// The pipelined mode's map and reduce; a kept sample is sent to the
@@ -408,10 +468,15 @@ impl Runtime {
         if opts.split_size == Some(0) {
             return Err(Error::Config("split size must be at least 1 byte".into()));
         }
-        let split_size = opts
-            .split_size
-            .or(self.split_size)
-            .unwrap_or_else(|| default_split_size(input.len(), self.threads()));
+        let split_size = opts.split_size.or(self.split_size).unwrap_or_else(|| {
+            let fitted = default_split_size(input.len(), self.threads());
+            match opts.memory_limit.or(self.memory_limit) {
+                // A split adds to a container before its check: a quarter
+                // of a worker's share at most, for a budget the caller set.
+                Some(limit) => fitted.min(Budget::new(Some(limit)).share(0, self.threads()) / 4),
+                None => fitted,
+            }
+        });
         plan_splits(input, records, split_size, self.threads())
     }
 }

@@ -61,7 +61,7 @@ pub(crate) fn map_splits<'s, W: Send>(
     (watch, phase): (Watch<'_>, Phase),
     split_at: impl Fn(usize) -> Split<'s> + Sync,
     new_worker: impl Fn(usize) -> W + Sync,
-    map: impl Fn(&mut W, usize, Split<'s>) -> Result<u64, Malformed> + Sync,
+    map: impl Fn(&mut W, usize, Split<'s>) -> Result<u64, TaskError> + Sync,
 ) -> Result<Vec<(W, u64)>> {
     let next = AtomicUsize::new(0);
     let failure = Failure::new();
@@ -71,7 +71,7 @@ pub(crate) fn map_splits<'s, W: Send>(
             let split = split_at(i);
             let (at, bytes) = ((split.part, split.offset), split.data.len());
             let start = watch.clock();
-            let pairs = map(&mut state, first + i, split).map_err(|m| malformed(m, input, at))?;
+            let pairs = map(&mut state, first + i, split).map_err(|e| e.at(input, at))?;
             if let Some(start) = start {
                 let args = Args {
                     index: Some((first + i) as u64),
@@ -86,6 +86,38 @@ pub(crate) fn map_splits<'s, W: Send>(
     });
     failure.into_result()?;
     Ok(workers)
+}
+
+/// Why a map task failed: a record `map` could not interpret (placed in
+/// the input by [`TaskError::at`]), or an error of the runtime's own (a
+/// spill that could not be written).
+#[derive(Debug)]
+pub(crate) enum TaskError {
+    Malformed(Malformed),
+    Run(Error),
+}
+
+impl From<Malformed> for TaskError {
+    fn from(m: Malformed) -> Self {
+        TaskError::Malformed(m)
+    }
+}
+
+impl From<Error> for TaskError {
+    fn from(e: Error) -> Self {
+        TaskError::Run(e)
+    }
+}
+
+impl TaskError {
+    /// The run's error, for a task on the split at `(part, offset)` of
+    /// `input`.
+    pub(crate) fn at(self, input: &Input<'_>, at: (usize, u64)) -> Error {
+        match self {
+            TaskError::Malformed(m) => malformed(m, input, at),
+            TaskError::Run(e) => e,
+        }
+    }
 }
 
 /// The run's error for a malformed record in the split at `(part, offset)`
@@ -132,7 +164,7 @@ pub(crate) fn map_source<W: Send>(
     (source, watch): (Source<'_, '_>, Watch<'_>),
     stats: &mut Stats,
     new_worker: impl Fn(usize) -> W + Sync,
-    map: impl Fn(&mut W, usize, Split<'_>) -> Result<u64, Malformed> + Sync,
+    map: impl Fn(&mut W, usize, Split<'_>) -> Result<u64, TaskError> + Sync,
 ) -> Result<Vec<(W, u64)>> {
     let map = |w: &mut W, i: usize, split: Split<'_>| {
         let bytes = split.data.len();
@@ -215,7 +247,7 @@ impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
         (pool, watch): (&Pool, Watch<'_>),
         split_size: usize,
         new_worker: impl Fn(usize) -> W + Sync,
-        map: impl Fn(&mut W, usize, Split<'_>) -> Result<u64, Malformed> + Sync,
+        map: impl Fn(&mut W, usize, Split<'_>) -> Result<u64, TaskError> + Sync,
     ) -> Result<Vec<(W, u64)>> {
         let mut workers: Vec<(W, u64)> = Vec::new();
         let mut base = 0;

@@ -89,6 +89,31 @@ pub struct Stats {
     pub utilization: f64,
     /// What the pipelined mode measured (pipelined runs only).
     pub pipeline: Option<PipelineStats>,
+    /// The memory budget, what the containers held at the peak, and what
+    /// was spilled to disk (barrier runs).
+    pub memory: MemoryStats,
+}
+
+/// A run's memory budget and spilling.
+#[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
+pub struct MemoryStats {
+    /// The budget for intermediate data, in bytes.
+    pub limit_bytes: u64,
+    /// Whether the caller set the budget (else the machine's default).
+    pub limit_explicit: bool,
+    /// The most the workers' containers held at once, as tracked.
+    pub peak_tracked_bytes: u64,
+    /// Times a worker wrote its container to disk.
+    pub spills: u64,
+    /// Sorted runs written (one per partition per spill, empty ones
+    /// skipped).
+    pub spill_runs: u64,
+    /// Bytes written to spill files.
+    pub spilled_bytes: u64,
+    /// Seconds the workers spent spilling (sorting and writing), summed
+    /// over the workers.
+    pub spill_secs: f64,
 }
 
 impl Stats {
@@ -194,6 +219,27 @@ impl Stats {
                 p.backpressure_waits,
                 p.idle_secs
             )?;
+        }
+        let m = &self.memory;
+        if m.limit_bytes > 0 {
+            let mib = |b: u64| b as f64 / (1 << 20) as f64;
+            let whose = if m.limit_explicit { "" } else { " (default)" };
+            write!(
+                f,
+                "memory    budget {:.1} MiB{whose}, peak {:.1} MiB tracked",
+                mib(m.limit_bytes),
+                mib(m.peak_tracked_bytes)
+            )?;
+            match m.spills {
+                0 => writeln!(f, ", nothing spilled")?,
+                n => writeln!(
+                    f,
+                    ", {n} spills: {} runs, {:.1} MiB written in {:.3} s (all workers)",
+                    m.spill_runs,
+                    mib(m.spilled_bytes),
+                    m.spill_secs
+                )?,
+            }
         }
         writeln!(
             f,

@@ -61,6 +61,9 @@ pub enum SpanKind {
     Task(Phase),
     /// The ingest thread reading one chunk.
     Read,
+    /// A map worker writing its container to disk (a run whose
+    /// intermediate data passed its memory budget).
+    Spill,
 }
 
 impl SpanKind {
@@ -70,6 +73,7 @@ impl SpanKind {
             SpanKind::Run => "run",
             SpanKind::Phase(p) | SpanKind::Task(p) => p.name(),
             SpanKind::Read => "read",
+            SpanKind::Spill => "spill",
         }
     }
 
@@ -79,6 +83,7 @@ impl SpanKind {
             SpanKind::Run | SpanKind::Phase(_) => "phase",
             SpanKind::Task(_) => "task",
             SpanKind::Read => "ingest",
+            SpanKind::Spill => "spill",
         }
     }
 }

@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 
 use super::table::Table;
-use super::{partition_of, vec_bytes, Container};
+use super::{partition_of, Container};
 use crate::combine::{Combiner, Values};
 use crate::job::Emit;
 use crate::key::Key;
@@ -59,12 +59,35 @@ impl<K: Key, V: Send, C: Combiner<V>> Container<K, V, C> for AppendContainer<K, 
         self.parts.iter().map(Vec::len).sum()
     }
 
+    /// The pairs written: room reserved for more (from the sample's
+    /// prediction) takes no memory until it is written.
     fn memory_bytes(&self) -> usize {
-        self.parts.iter().map(vec_bytes).sum()
+        let pairs: usize = self.parts.iter().map(Vec::len).sum();
+        pairs * std::mem::size_of::<(K, V)>()
     }
 
     fn into_parts(self) -> Vec<Self::Part> {
         self.parts
+    }
+
+    /// Groups each partition by a stable sort by key, so that a key's
+    /// values fold in the order they were emitted.
+    fn drain(&mut self, combiner: &C) -> Vec<Vec<(K, C::State)>> {
+        let fold = |mut pairs: Vec<(K, V)>| {
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut states: Vec<(K, C::State)> = Vec::new();
+            for (k, v) in pairs {
+                match states.last_mut() {
+                    Some((last, s)) if *last == k => combiner.add(s, v),
+                    _ => states.push((k, combiner.init(v))),
+                }
+            }
+            states
+        };
+        self.parts
+            .iter_mut()
+            .map(|p| fold(std::mem::take(p)))
+            .collect()
     }
 
     /// Groups the partition's pairs by key without sorting them:

@@ -30,6 +30,19 @@ impl<K, V, C: Combiner<V>> ArrayContainer<K, V, C> {
     }
 }
 
+/// `slots` cut into `partitions` ranges, each with its first index.
+fn ranges<S>(slots: Vec<S>, partitions: usize) -> Vec<(usize, Vec<S>)> {
+    let mut start = 0;
+    chunks(slots, partitions)
+        .into_iter()
+        .map(|c| {
+            let first = start;
+            start += c.len();
+            (first, c)
+        })
+        .collect()
+}
+
 #[cold]
 #[inline(never)]
 fn out_of_range(index: Option<usize>, n: usize) -> ! {
@@ -65,14 +78,23 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for ArrayContainer<K, V, C> {
     }
 
     fn into_parts(self) -> Vec<Self::Part> {
-        let mut start = 0;
-        chunks(self.slots, self.partitions)
+        ranges(self.slots, self.partitions)
+    }
+
+    fn drain(&mut self, _combiner: &C) -> Vec<Vec<(K, C::State)>> {
+        let mut empty = Vec::with_capacity(self.slots.len());
+        empty.resize_with(self.slots.len(), || None);
+        let slots = std::mem::replace(&mut self.slots, empty);
+        let key = |i| K::from_index(i).expect("the key type was checked to be an integer");
+        let keyed = |(start, states): (usize, Vec<Option<C::State>>)| {
+            let states = states.into_iter().enumerate();
+            states
+                .filter_map(|(i, s)| s.map(|s| (key(start + i), s)))
+                .collect()
+        };
+        ranges(slots, self.partitions)
             .into_iter()
-            .map(|c| {
-                let first = start;
-                start += c.len();
-                (first, c)
-            })
+            .map(keyed)
             .collect()
     }
 

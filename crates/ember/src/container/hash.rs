@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 
 use super::table::Table;
-use super::{finish, partition_of, Container};
+use super::{finish, partition_of, Container, INITIAL_CAPACITY};
 use crate::combine::Combiner;
 use crate::job::Emit;
 use crate::key::Key;
@@ -75,6 +75,14 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for HashContainer<K, V, C> {
 
     fn into_parts(self) -> Vec<Self::Part> {
         self.parts
+    }
+
+    fn drain(&mut self, _combiner: &C) -> Vec<Vec<(K, C::State)>> {
+        let empty = || Table::with_capacity(INITIAL_CAPACITY);
+        let parts = self.parts.iter_mut();
+        parts
+            .map(|t| std::mem::replace(t, empty()).into_iter().collect())
+            .collect()
     }
 
     /// Joins the tables into the largest one, so the fewest entries move.

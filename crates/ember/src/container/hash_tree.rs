@@ -83,6 +83,14 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for HashTreeContainer<K, V, C
         self.parts
     }
 
+    fn drain(&mut self, _combiner: &C) -> Vec<Vec<(K, C::State)>> {
+        self.len = 0;
+        let parts = self.parts.iter_mut();
+        parts
+            .map(|buckets| buckets.iter_mut().flat_map(std::mem::take).collect())
+            .collect()
+    }
+
     fn reduce<O>(
         parts: Vec<Self::Part>,
         combiner: &C,

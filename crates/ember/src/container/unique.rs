@@ -56,6 +56,10 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for UniqueContainer<K, V, C> 
         chunks(self.pairs, self.partitions)
     }
 
+    fn drain(&mut self, _combiner: &C) -> Vec<Vec<(K, C::State)>> {
+        chunks(std::mem::take(&mut self.pairs), self.partitions)
+    }
+
     fn reduce<O>(
         parts: Vec<Self::Part>,
         combiner: &C,

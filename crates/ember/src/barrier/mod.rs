@@ -2,6 +2,9 @@
 //! into its own container; when the last split is mapped, partition `p` of
 //! every worker's container is joined and reduced by one task, the
 //! partitions spread over the workers by rayon's work stealing.
+//!
+//! Under a memory budget a worker whose container passes its share spills
+//! it to disk and maps on; reduce then merges the spilled runs (`spill`).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
@@ -20,6 +23,11 @@ use crate::schedule::{map_source, Source};
 use crate::stats::{secs, Stats};
 use crate::trace::{Args, SpanKind, Track};
 use crate::unwind;
+use spill::{memory_stats, reduce_spilled, Spiller, Worker};
+
+mod spill;
+
+pub(crate) use spill::Memory;
 
 /// Map output of at most this many entries (all workers) is reduced on the
 /// calling thread: waking the pool costs more than reducing a few thousand
@@ -40,6 +48,7 @@ pub(crate) struct Barrier<'r, 'i, 'a, J: Job> {
     /// The combiner the containers were built with.
     pub(crate) combiner: &'r J::Combiner,
     pub(crate) source: Source<'i, 'a>,
+    pub(crate) memory: Memory,
     pub(crate) watch: Watch<'r>,
     pub(crate) stats: &'r mut Stats,
 }
@@ -57,29 +66,50 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
             job,
             combiner,
             source,
+            memory,
             watch,
             stats,
         } = self;
         let map_start = Instant::now();
         let map_busy = Busy::new(pool);
-        let workers = map_source(pool, ingest, (source, watch), stats, make, |c, _, split| {
-            let before = c.pairs;
-            map_busy.time(|| job.map(split, ForJob::<J, _>::of(c)))?;
-            Ok(c.pairs - before)
-        })?;
+        let spiller = Spiller::new(&memory, (job, combiner, pool.threads()), watch);
+        let new_worker = |w| Worker::new(w, make(w));
+        let workers = map_source(
+            pool,
+            ingest,
+            (source, watch),
+            stats,
+            new_worker,
+            |w, _, split| {
+                let before = w.container.pairs;
+                map_busy.time(|| job.map(split, ForJob::<J, _>::of(&mut w.container)))?;
+                w.after_split(&spiller)?;
+                Ok(w.container.pairs - before)
+            },
+        )?;
         stats.map_secs = secs(map_start.elapsed());
         stats.map_tasks = workers.iter().map(|w| w.1).collect();
-        stats.pairs_emitted = workers.iter().map(|w| w.0.pairs).sum();
-        let held: usize = workers.iter().map(|w| w.0.distinct()).sum();
+        let workers: Vec<Worker<C>> = workers.into_iter().map(|w| w.0).collect();
+        stats.pairs_emitted = workers.iter().map(|w| w.container.pairs).sum();
+        let held: usize = workers.iter().map(|w| w.container.distinct()).sum();
         stats.actual_keys_per_worker = (held / workers.len().max(1)) as u64;
-        stats.container_bytes = workers.iter().map(|w| w.0.memory_bytes() as u64).sum();
+        stats.container_bytes = workers
+            .iter()
+            .map(|w| w.container.memory_bytes() as u64)
+            .sum();
+        stats.memory = memory_stats(&spiller, &workers);
 
         let reduce_start = Instant::now();
         let phase = watch.phase(Phase::Reduce);
         let reduce_busy = Busy::new(pool);
-        let containers = workers.into_iter().map(|(c, _)| c.inner);
-        let how = (held, &reduce_busy, watch);
-        let (runs, tasks) = reduce(pool, (job, combiner), containers, how)?;
+        let (runs, tasks) = match workers.iter().any(Worker::spilled) {
+            true => reduce_spilled(pool, (job, &spiller), workers, &reduce_busy)?,
+            false => {
+                let containers = workers.into_iter().map(|w| w.container.inner);
+                let how = (held, &reduce_busy, watch);
+                reduce(pool, (job, combiner), containers, how)?
+            }
+        };
         drop(phase);
         stats.reduce_tasks = tasks;
         stats.reduce_secs = secs(reduce_start.elapsed());
@@ -114,28 +144,12 @@ fn reduce<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
             columns[p].push(part);
         }
     }
-    // Tasks per worker: each slot is added to by its own worker (relaxed)
-    // and read after the pool has joined them all.
-    let tasks: Vec<AtomicU64> = (0..pool.threads()).map(|_| AtomicU64::new(0)).collect();
+    let tasks = Tasks::new(pool, watch);
     let task = |(p, parts)| {
-        // The calling thread, if it is not one of the pool's, counts as
-        // worker 0.
-        let worker = pool.current_index();
-        tasks[worker.unwrap_or(0)].fetch_add(1, Relaxed);
-        let start = watch.clock();
-        let run = unwind::catch(Phase::Reduce, || {
-            busy.time(|| C::reduce(parts, combiner, |k, r| job.reduce(k, r)))
-        });
-        if let (Some(start), Ok(run)) = (start, &run) {
-            let track = worker.map_or(Track::Caller, Track::Worker);
-            let args = Args {
-                index: Some(p as u64),
-                bytes: None,
-                pairs: Some(run.len() as u64),
-            };
-            watch.span(track, SpanKind::Task(Phase::Reduce), start, args);
-        }
-        run
+        tasks.run(p, || {
+            let reduce = || C::reduce(parts, combiner, |k, r| job.reduce(k, r));
+            unwind::catch(Phase::Reduce, || busy.time(reduce))
+        })
     };
     let runs: Vec<Result<Run<J>>> = if held <= SMALL_REDUCE && J::Combiner::FOLDS {
         columns.into_iter().enumerate().map(task).collect()
@@ -143,5 +157,51 @@ fn reduce<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
         pool.install(|| columns.into_par_iter().enumerate().map(task).collect())
     };
     let runs = runs.into_iter().collect::<Result<Vec<_>>>()?;
-    Ok((runs, tasks.into_iter().map(AtomicU64::into_inner).collect()))
+    Ok((runs, tasks.counts()))
+}
+
+/// The reduce tasks of a run: how many each worker ran, and a span each.
+struct Tasks<'p> {
+    pool: &'p Pool,
+    watch: Watch<'p>,
+    /// Each slot is added to by its own worker (relaxed) and read after
+    /// the pool has joined them all.
+    counts: Vec<AtomicU64>,
+}
+
+impl<'p> Tasks<'p> {
+    fn new(pool: &'p Pool, watch: Watch<'p>) -> Self {
+        let counts = (0..pool.threads()).map(|_| AtomicU64::new(0)).collect();
+        Tasks {
+            pool,
+            watch,
+            counts,
+        }
+    }
+
+    /// Runs reduce task `p`, counted for the worker that runs it (the
+    /// calling thread, if it is not one of the pool's, counts as worker
+    /// 0) and traced on its track.
+    fn run<T>(&self, p: usize, task: impl FnOnce() -> Result<Vec<T>>) -> Result<Vec<T>> {
+        let worker = self.pool.current_index();
+        self.counts[worker.unwrap_or(0)].fetch_add(1, Relaxed);
+        let start = self.watch.clock();
+        let run = task();
+        if let (Some(start), Ok(run)) = (start, &run) {
+            let track = worker.map_or(Track::Caller, Track::Worker);
+            let args = Args {
+                index: Some(p as u64),
+                bytes: None,
+                pairs: Some(run.len() as u64),
+            };
+            self.watch
+                .span(track, SpanKind::Task(Phase::Reduce), start, args);
+        }
+        run
+    }
+
+    /// Tasks each worker ran.
+    fn counts(self) -> Vec<u64> {
+        self.counts.into_iter().map(AtomicU64::into_inner).collect()
+    }
 }

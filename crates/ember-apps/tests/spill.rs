@@ -1,0 +1,252 @@
+//! Runs under a memory limit small enough to spill give the output of the
+//! plain run and of the sequential oracle, for word count and the inverted
+//! index, any thread count, split size and container; the spill directory
+//! is gone after a success, an error and a panic; a job that cannot spill
+//! fails only past a limit the caller set.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+use ember::spill::Codec;
+use ember::{
+    Bytes, ContainerKind, Emit, Error, Input, Job, MapResult, Phase, Records, RunOptions, Runtime,
+    Split, Sum,
+};
+use ember_apps::inverted_index::{build, sequential, Docs};
+use ember_apps::text::{text, TextSpec};
+use ember_apps::wordcount::{self, WordCount};
+use proptest::prelude::*;
+
+const THREADS: [usize; 3] = [1, 2, 7];
+const CONTAINERS: [ContainerKind; 4] = [
+    ContainerKind::Auto,
+    ContainerKind::Hash,
+    ContainerKind::HashTree,
+    ContainerKind::Append,
+];
+
+fn corpus(size: u64, vocab: usize, seed: u64) -> Vec<u8> {
+    text(&TextSpec {
+        size,
+        vocab,
+        zipf: 1.0,
+        seed,
+    })
+}
+
+/// What is left in a spill directory after a run: nothing, if the run
+/// cleaned up.
+fn left_in(dir: &Path) -> Vec<String> {
+    let entries = std::fs::read_dir(dir).unwrap();
+    entries
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+fn as_pairs(out: &[(Bytes, u64)]) -> Vec<(Vec<u8>, u64)> {
+    out.iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), *v))
+        .collect()
+}
+
+#[test]
+fn spilled_word_count_equals_the_plain_run() {
+    let data = corpus(2 << 20, 20_000, 3);
+    let want = wordcount::sequential(&[&data]);
+    let dir = tempfile::tempdir().unwrap();
+    for threads in THREADS {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        for container in CONTAINERS {
+            for limit in [64 << 10, 256 << 10] {
+                let opts = RunOptions::default()
+                    .container(container)
+                    .memory_limit(limit)
+                    .spill_dir(dir.path().to_path_buf());
+                let out = rt
+                    .run_with(&WordCount::new(), &Input::bytes(&data), &opts)
+                    .unwrap();
+                let what = format!("{threads} threads, {container}, limit {limit}");
+                let m = &out.stats.memory;
+                assert!(m.spills > 0 && m.spilled_bytes > 0, "{what}: no spill");
+                assert_eq!(m.limit_bytes, limit, "{what}");
+                assert!(as_pairs(&out.pairs) == want, "{what}: output differs");
+                assert!(left_in(dir.path()).is_empty(), "{what}: spill files left");
+            }
+        }
+    }
+}
+
+#[test]
+fn spilled_inverted_index_equals_the_plain_run() {
+    let data = corpus(1 << 20, 10_000, 5);
+    let input = Input::bytes(&data);
+    let want = sequential(&[&data], Docs::Lines).unwrap();
+    for threads in THREADS {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        for container in CONTAINERS {
+            let opts = RunOptions::default()
+                .container(container)
+                .memory_limit(256 << 10);
+            let got = build(&rt, &input, Docs::Lines, &opts).unwrap();
+            let what = format!("{threads} threads, {container}");
+            assert!(got.stats.memory.spills > 0, "{what}: no spill");
+            assert!(got.index == want, "{what}: index differs");
+        }
+    }
+}
+
+#[test]
+fn a_streamed_input_spills_too() {
+    let data = corpus(2 << 20, 20_000, 9);
+    let want = wordcount::sequential(&[&data]);
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let opts = RunOptions::default()
+        .memory_limit(1 << 20)
+        .chunk_size(256 << 10);
+    let input = Input::reader("stream", std::io::Cursor::new(data));
+    let out = rt.run_with(&WordCount::new(), &input, &opts).unwrap();
+    assert!(out.stats.memory.spills > 0);
+    assert!(as_pairs(&out.pairs) == want);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+    #[test]
+    fn any_budget_and_split_size_gives_the_same_counts(
+        limit in 0u64..(2 << 20),
+        split in prop_oneof![Just(None), (16usize..200_000).prop_map(Some)],
+        threads in 1usize..4,
+        seed in 0u64..1000,
+    ) {
+        let data = corpus(512 << 10, 5_000, seed);
+        let want = wordcount::sequential(&[&data]);
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        let opts = RunOptions::default().memory_limit(limit).split_size(split);
+        let out = rt.run_with(&WordCount::new(), &Input::bytes(&data), &opts).unwrap();
+        prop_assert!(as_pairs(&out.pairs) == want);
+    }
+}
+
+/// Word count that fails in the second half of the input (a malformed
+/// record, or a panic), noting whether the run had spilled by then.
+struct FailsLate<'a> {
+    panic: bool,
+    half: u64,
+    spill_dir: &'a Path,
+    spilled_before: &'a AtomicBool,
+}
+
+impl Job for FailsLate<'_> {
+    type Key = Bytes;
+    type Value = u64;
+    type Combiner = Sum;
+    type Out = u64;
+
+    fn records(&self) -> Records {
+        WordCount::new().records()
+    }
+
+    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
+        if split.offset < self.half {
+            return WordCount::new().map(split, emit);
+        }
+        if !left_in(self.spill_dir).is_empty() {
+            self.spilled_before.store(true, Relaxed);
+        }
+        match self.panic {
+            true => panic!("late failure"),
+            false => Err(split.malformed(split.data, "late failure")),
+        }
+    }
+
+    fn reduce(&self, _k: &Bytes, n: u64) -> u64 {
+        n
+    }
+
+    fn codec(&self) -> Option<Codec<Bytes, u64>> {
+        Some(Codec::new())
+    }
+}
+
+#[test]
+fn an_error_or_a_panic_removes_the_spill_files() {
+    let data = corpus(2 << 20, 20_000, 11);
+    let dir = tempfile::tempdir().unwrap();
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    for panic in [false, true] {
+        let spilled_before = AtomicBool::new(false);
+        let job = FailsLate {
+            panic,
+            half: data.len() as u64 / 2,
+            spill_dir: dir.path(),
+            spilled_before: &spilled_before,
+        };
+        let opts = RunOptions::default()
+            .memory_limit(64 << 10)
+            .split_size(16 << 10)
+            .spill_dir(dir.path().to_path_buf());
+        let err = rt.run_with(&job, &Input::bytes(&data), &opts).unwrap_err();
+        match (panic, &err) {
+            (true, Error::Panicked { phase, .. }) => assert_eq!(*phase, Phase::Map),
+            (false, Error::Malformed { .. }) => {}
+            _ => panic!("unexpected error: {err}"),
+        }
+        assert!(spilled_before.load(Relaxed), "the run had not spilled");
+        assert!(left_in(dir.path()).is_empty(), "spill files left");
+    }
+    // The runtime is still usable.
+    let out = rt.run(&WordCount::new(), &Input::bytes(&data)).unwrap();
+    assert!(as_pairs(&out.pairs) == wordcount::sequential(&[&data]));
+}
+
+/// Word count without a codec: it cannot spill.
+struct NoCodec;
+
+impl Job for NoCodec {
+    type Key = Bytes;
+    type Value = u64;
+    type Combiner = Sum;
+    type Out = u64;
+
+    fn records(&self) -> Records {
+        WordCount::new().records()
+    }
+
+    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
+        WordCount::new().map(split, emit)
+    }
+
+    fn reduce(&self, _k: &Bytes, n: u64) -> u64 {
+        n
+    }
+}
+
+#[test]
+fn a_job_that_cannot_spill_fails_only_past_a_limit_the_caller_set() {
+    let data = corpus(1 << 20, 20_000, 13);
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let opts = RunOptions::default().memory_limit(64 << 10);
+    let err = rt
+        .run_with(&NoCodec, &Input::bytes(&data), &opts)
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::MemoryLimit { limit } if limit == 64 << 10),
+        "{err}"
+    );
+    assert!(err.to_string().contains("cannot spill"), "{err}");
+    let out = rt.run(&NoCodec, &Input::bytes(&data)).unwrap();
+    assert_eq!(out.stats.memory.spills, 0);
+    assert!(!out.stats.memory.limit_explicit);
+    assert!(as_pairs(&out.pairs) == wordcount::sequential(&[&data]));
+}
+
+#[test]
+fn a_spill_directory_that_is_a_file_is_a_clear_error() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let opts = RunOptions::default().spill_dir(file.path().to_path_buf());
+    let err = rt
+        .run_with(&WordCount::new(), &Input::bytes(b"a b"), &opts)
+        .unwrap_err();
+    assert!(err.to_string().contains("is not a directory"), "{err}");
+}

@@ -1,0 +1,217 @@
+//! The barrier mode under a memory budget: each map worker checks its
+//! container against its share after every split and spills it when it is
+//! over ([`Worker::after_split`]); when any worker spilled, reduce merges
+//! every partition's runs from disk with what the containers still hold
+//! ([`reduce_spilled`]).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::{Run, Tasks};
+use crate::busy::Busy;
+use crate::combine::Combiner;
+use crate::container::{Container, Counting};
+use crate::error::{Error, Phase, Result};
+use crate::job::{Job, StateOf};
+use crate::memory::{Budget, Ledger};
+use crate::pool::Pool;
+use crate::progress::Watch;
+use crate::spill::{self, Codec, Source, SpillDir, Spilled, Writer};
+use crate::stats::{secs, MemoryStats};
+use crate::trace::{Args, SpanKind, Track};
+use crate::unwind;
+
+/// A run's memory settings: the budget, where spills go, and the bytes
+/// of the budget the input buffers take.
+#[derive(Debug, Clone)]
+pub(crate) struct Memory {
+    pub(crate) budget: Budget,
+    pub(crate) dir: PathBuf,
+    pub(crate) reserved: u64,
+}
+
+/// What every map worker of a run shares for its budget checks.
+pub(crate) struct Spiller<'r, J: Job> {
+    pub(crate) share: usize,
+    pub(crate) budget: Budget,
+    pub(crate) ledger: Ledger,
+    pub(crate) dir: SpillDir,
+    pub(crate) codec: Option<Codec<J::Key, StateOf<J>>>,
+    pub(crate) combiner: &'r J::Combiner,
+    pub(crate) watch: Watch<'r>,
+}
+
+impl<'r, J: Job> Spiller<'r, J> {
+    /// The spiller of a run with `workers` workers.
+    pub(crate) fn new(
+        memory: &Memory,
+        (job, combiner, workers): (&J, &'r J::Combiner, usize),
+        watch: Watch<'r>,
+    ) -> Self {
+        Spiller {
+            share: memory.budget.share(memory.reserved, workers),
+            budget: memory.budget,
+            ledger: Ledger::new(workers),
+            dir: SpillDir::under(memory.dir.clone()),
+            codec: job.codec(),
+            combiner,
+            watch,
+        }
+    }
+}
+
+/// One map worker's container and its spill file.
+pub(crate) struct Worker<C> {
+    pub(crate) index: usize,
+    pub(crate) container: Counting<C>,
+    /// Pairs the container had received at its last spill.
+    spilled_at: u64,
+    writer: Option<Writer>,
+    spill_secs: f64,
+}
+
+impl<C> Worker<C> {
+    pub(crate) fn new(index: usize, container: Counting<C>) -> Self {
+        Worker {
+            index,
+            container,
+            spilled_at: 0,
+            writer: None,
+            spill_secs: 0.0,
+        }
+    }
+}
+
+impl<C> Worker<C> {
+    /// The bytes the container holds, as tracked: its own arrays, and the
+    /// values a non-folding combiner keeps.
+    fn held<J: Job>(&self) -> usize
+    where
+        C: Container<J::Key, J::Value, J::Combiner>,
+    {
+        let kept = match J::Combiner::FOLDS {
+            true => 0,
+            false => self.container.pairs - self.spilled_at,
+        };
+        self.container.memory_bytes() + kept as usize * std::mem::size_of::<J::Value>()
+    }
+
+    /// Reports the container's bytes and, if they pass the worker's share,
+    /// spills it: every partition sorted by key, written as a run.
+    pub(crate) fn after_split<J: Job>(&mut self, s: &Spiller<'_, J>) -> Result<()>
+    where
+        C: Container<J::Key, J::Value, J::Combiner>,
+    {
+        let held = self.held::<J>();
+        s.ledger.hold(self.index, held as u64);
+        if held <= s.share {
+            return Ok(());
+        }
+        let Some(codec) = s.codec else {
+            return match s.budget.explicit {
+                true => Err(Error::MemoryLimit {
+                    limit: s.budget.bytes,
+                }),
+                false => Ok(()),
+            };
+        };
+        let start = Instant::now();
+        let writer = match &mut self.writer {
+            Some(w) => w,
+            None => self.writer.insert(Writer::create(&s.dir, self.index)?),
+        };
+        let before = writer.bytes();
+        writer.spill(self.container.inner.drain(s.combiner), codec)?;
+        self.spilled_at = self.container.pairs;
+        self.spill_secs += secs(start.elapsed());
+        let args = Args {
+            index: Some(writer.spills - 1),
+            bytes: Some(writer.bytes() - before),
+            pairs: None,
+        };
+        s.watch
+            .span(Track::Worker(self.index), SpanKind::Spill, start, args);
+        s.ledger.hold(self.index, self.held::<J>() as u64);
+        Ok(())
+    }
+
+    /// Whether the worker has spilled.
+    pub(crate) fn spilled(&self) -> bool {
+        self.writer.is_some()
+    }
+}
+
+/// The memory stats of a run's workers.
+pub(crate) fn memory_stats<C, J: Job>(s: &Spiller<'_, J>, workers: &[Worker<C>]) -> MemoryStats {
+    let writers = || workers.iter().filter_map(|w| w.writer.as_ref());
+    MemoryStats {
+        limit_bytes: s.budget.bytes,
+        limit_explicit: s.budget.explicit,
+        peak_tracked_bytes: s.ledger.peak(),
+        spills: writers().map(|w| w.spills).sum(),
+        spill_runs: writers().map(|w| w.runs() as u64).sum(),
+        spilled_bytes: writers().map(Writer::bytes).sum(),
+        spill_secs: workers.iter().map(|w| w.spill_secs).sum(),
+    }
+}
+
+/// One partition of one container, taken out: (key, state) pairs.
+type Entries<J> = Vec<(<J as Job>::Key, StateOf<J>)>;
+
+/// Reduces a run in which some worker spilled: partition `p` is the merge
+/// of `p`'s runs on disk and what every container still holds of `p`, one
+/// task per partition. Returns the runs in partition order and the tasks
+/// each worker ran.
+pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
+    pool: &Pool,
+    (job, s): (&J, &Spiller<'_, J>),
+    workers: Vec<Worker<C>>,
+    busy: &Busy<'_>,
+) -> Result<(Vec<Run<J>>, Vec<u64>)> {
+    let codec = s.codec.expect("only a job with a codec spills");
+    let mut files: Vec<Spilled> = Vec::new();
+    let mut columns: Vec<Vec<Entries<J>>> = Vec::new();
+    for mut w in workers {
+        if let Some(writer) = w.writer.take() {
+            files.push(writer.finish()?);
+        }
+        for (p, part) in w.container.inner.drain(s.combiner).into_iter().enumerate() {
+            if p == columns.len() {
+                columns.push(Vec::new());
+            }
+            columns[p].push(part);
+        }
+    }
+    let tasks = Tasks::new(pool, s.watch);
+    let task = |(p, parts): (usize, Vec<Entries<J>>)| {
+        let runs: usize = files.iter().map(|f| f.count(p)).sum();
+        let buffer = spill::read_buffer(s.share, runs);
+        let mut sources: Vec<Source<'_, _, _>> = files
+            .iter()
+            .flat_map(|f| f.runs_of(p, codec, buffer))
+            .map(Source::Disk)
+            .collect();
+        sources.extend(parts.into_iter().map(|mut part| {
+            part.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            Source::Memory(part.into_iter())
+        }));
+        tasks.run(p, || {
+            let mut out = Vec::new();
+            let combiner = s.combiner;
+            let join = |a: &mut StateOf<J>, b| combiner.merge(a, b);
+            let reduce = |k: J::Key, st| {
+                let o = combiner.finish(st, |r| job.reduce(&k, r));
+                out.push((k, o));
+            };
+            let merge = || spill::merge(sources, join, reduce);
+            unwind::catch(Phase::Reduce, || busy.time(merge))??;
+            Ok(out)
+        })
+    };
+    let runs: Vec<Result<Run<J>>> =
+        pool.install(|| columns.into_par_iter().enumerate().map(task).collect());
+    let runs = runs.into_iter().collect::<Result<Vec<_>>>()?;
+    Ok((runs, tasks.counts()))
+}

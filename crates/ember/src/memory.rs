@@ -1,0 +1,168 @@
+//! The memory budget of a run, and the ledger that tracks what the workers'
+//! containers hold against it.
+//!
+//! A run has one [`Budget`]: the bytes its intermediate data may take. Each
+//! map worker reports its container's bytes into the run's [`Ledger`] after
+//! every split; a worker whose container passes its share of the budget
+//! spills it to disk (`spill`) and starts again empty. The share is the
+//! budget, less the input buffers of a streamed run, divided by the
+//! workers: each worker decides from its own number, with no lock and no
+//! coordination on the map path.
+//!
+//! What is tracked is the containers' own arrays (hash tables, append
+//! buffers) and, for combiners that keep their values ([`Combiner::FOLDS`]
+//! false), the values they were handed. Long keys' heap copies (over
+//! `INLINE_KEY_BYTES`), the output and the allocator's slack are not: the
+//! default budget keeps a margin for them.
+//!
+//! [`Combiner::FOLDS`]: crate::Combiner::FOLDS
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// The budget never goes below this many bytes per worker, however small the
+/// limit: a container smaller than that spills after every split.
+const MIN_SHARE: usize = 64 << 10;
+
+/// How much memory a run's intermediate data may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Budget {
+    /// The limit in bytes.
+    pub(crate) bytes: u64,
+    /// Whether the caller set it. A job that cannot spill fails when it
+    /// passes a limit the caller set, and runs on past a default one (as it
+    /// would with no budget at all).
+    pub(crate) explicit: bool,
+}
+
+impl Budget {
+    /// The caller's limit, else the machine's default.
+    pub(crate) fn new(limit: Option<u64>) -> Budget {
+        match limit {
+            Some(bytes) => Budget {
+                bytes,
+                explicit: true,
+            },
+            None => Budget {
+                bytes: default_limit(),
+                explicit: false,
+            },
+        }
+    }
+
+    /// One worker's share: the budget less `reserved` bytes (input buffers),
+    /// over `workers`, and at least [`MIN_SHARE`].
+    pub(crate) fn share(&self, reserved: u64, workers: usize) -> usize {
+        let left = self.bytes.saturating_sub(reserved) / workers.max(1) as u64;
+        (left as usize).max(MIN_SHARE)
+    }
+}
+
+/// The default memory limit: three quarters of the memory this process can
+/// have, which is the smaller of the memory the kernel reports available
+/// (`MemAvailable`) and the cgroup's limit (`memory.max`, or v1's
+/// `memory.limit_in_bytes`). The quarter left is the margin for what the
+/// ledger does not track: the output, long keys, the allocator's slack.
+/// Without `/proc` (not Linux), 4 GiB.
+pub fn default_limit() -> u64 {
+    let available = meminfo_available().unwrap_or(4 << 30);
+    let limit = cgroup_limit().map_or(available, |c| c.min(available));
+    limit / 4 * 3
+}
+
+/// `MemAvailable` from `/proc/meminfo`, in bytes.
+fn meminfo_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The memory limit of this process's cgroup, if it has one.
+fn cgroup_limit() -> Option<u64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    own.lines().find_map(|line| {
+        // "0::/path" (v2) or "N:memory:/path" (v1).
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        let root = Path::new("/sys/fs/cgroup");
+        let file = match controllers {
+            "" => root.join(path.trim_start_matches('/')).join("memory.max"),
+            c if c.split(',').any(|c| c == "memory") => root
+                .join("memory")
+                .join(path.trim_start_matches('/'))
+                .join("memory.limit_in_bytes"),
+            _ => return None,
+        };
+        // "max" (v2) or a huge number (v1) both mean no limit.
+        let text = std::fs::read_to_string(file).ok()?;
+        text.trim().parse::<u64>().ok().filter(|&b| b < 1 << 60)
+    })
+}
+
+/// What the workers of one run hold: a slot per worker, written by that
+/// worker after each split, and the largest total seen.
+#[derive(Debug)]
+pub(crate) struct Ledger {
+    held: Vec<AtomicU64>,
+    peak: AtomicU64,
+}
+
+impl Ledger {
+    /// A ledger for `workers` workers, all holding nothing.
+    pub(crate) fn new(workers: usize) -> Ledger {
+        Ledger {
+            held: (0..workers).map(|_| AtomicU64::new(0)).collect(),
+            peak: AtomicU64::new(0),
+        }
+    }
+
+    /// Worker `w` now holds `bytes`; the peak is updated with the total.
+    ///
+    /// Relaxed: each slot has one writer, and the total a worker reads is a
+    /// snapshot for the peak figure only (no decision depends on another
+    /// worker's slot); the pool's join orders the final reads.
+    pub(crate) fn hold(&self, w: usize, bytes: u64) {
+        if let Some(slot) = self.held.get(w) {
+            slot.store(bytes, Relaxed);
+        }
+        let total = self.held.iter().map(|s| s.load(Relaxed)).sum();
+        self.peak.fetch_max(total, Relaxed);
+    }
+
+    /// The largest total the workers held at once.
+    pub(crate) fn peak(&self) -> u64 {
+        self.peak.load(Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_share_divides_what_is_left_and_has_a_floor() {
+        let b = Budget::new(Some(10 << 20));
+        assert!(b.explicit);
+        assert_eq!(b.share(2 << 20, 2), 4 << 20);
+        assert_eq!(b.share(20 << 20, 2), MIN_SHARE);
+        assert_eq!(Budget::new(Some(0)).share(0, 4), MIN_SHARE);
+    }
+
+    #[test]
+    fn the_default_is_below_the_machines_memory() {
+        let b = Budget::new(None);
+        assert!(!b.explicit);
+        let total = meminfo_available().expect("Linux has /proc/meminfo");
+        assert!(b.bytes > 0 && b.bytes < total, "{} of {total}", b.bytes);
+    }
+
+    #[test]
+    fn the_ledger_keeps_the_largest_total() {
+        let l = Ledger::new(2);
+        l.hold(0, 10);
+        l.hold(1, 5);
+        l.hold(0, 1);
+        assert_eq!(l.peak(), 15);
+    }
+}
