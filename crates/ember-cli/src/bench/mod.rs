@@ -23,6 +23,7 @@ mod merge;
 mod pca;
 mod pipeline;
 mod sort;
+mod spill;
 mod string_match;
 mod versus;
 mod wordcount;
@@ -64,6 +65,9 @@ pub(crate) enum Bench {
     MatrixMultiply(matrix_multiply::Args),
     /// Barrier vs pipelined map and reduce on the same inputs.
     Pipeline(pipeline::Args),
+    /// Word count and inverted index spilling under a memory limit vs
+    /// unlimited vs reading and writing the input once.
+    Spill(spill::Args),
 }
 
 /// Runs a benchmark, then says what the machine gave it
@@ -92,6 +96,7 @@ fn run_one(b: Bench) -> Result<()> {
         Bench::Pca(a) => pca::run(a),
         Bench::MatrixMultiply(a) => matrix_multiply::run(a),
         Bench::Pipeline(a) => pipeline::run(a),
+        Bench::Spill(a) => spill::run(a),
     }
 }
 

@@ -1,0 +1,147 @@
+//! `ember bench spill`: jobs under a memory limit that makes them spill,
+//! against the same jobs unlimited and against reading the input and
+//! writing as many bytes once (the disk's own rate), in one run.
+//!
+//! Every ember contender is a child `ember` process, so that each run's
+//! peak resident memory is its own (`wait4`'s `ru_maxrss`); the pages of a
+//! memory-mapped input count in it (word count streams its input, the
+//! inverted index maps it).
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args as ClapArgs;
+use ember_apps::text::TextSpec;
+
+use super::harness::{measure, print_table, Contender, Measured, Row};
+use super::machine::all_threads;
+use super::BenchArgs;
+use crate::common::parse_size;
+
+/// `ember bench spill`.
+#[derive(ClapArgs)]
+#[command(mut_arg("threads", |a| a.help("Worker threads (default: all CPUs)")))]
+pub(crate) struct Args {
+    /// Corpus size (word count's Zipf corpus).
+    #[arg(long, value_parser = parse_size, default_value = "256MiB")]
+    size: u64,
+    /// The memory limit of the spilling runs.
+    #[arg(long, value_parser = parse_size, default_value = "16MiB")]
+    limit: u64,
+    #[command(flatten)]
+    bench: BenchArgs,
+}
+
+/// Runs `ember bench spill`.
+pub(crate) fn run(a: Args) -> Result<()> {
+    let spec = TextSpec {
+        size: a.size,
+        ..TextSpec::default()
+    };
+    let text = crate::gen::cached_text(&spec)?;
+    let scratch = tempfile::tempdir()?;
+    let threads = all_threads(a.bench.threads).to_string();
+    let job = |name: &str, args: &[&str], limited: bool| {
+        let (text, out) = (text.clone(), scratch.path().join(format!("{name}.out")));
+        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        args.extend(["-t".into(), threads.clone()]);
+        if limited {
+            args.extend(["--memory-limit".into(), a.limit.to_string()]);
+        }
+        Contender::new(name.to_string(), move || child(&args, (&text, &out)))
+    };
+    let wc = ["wordcount", "--ingest", "chunked"];
+    let ii = ["inverted-index", "--lines"];
+    let copy_out = scratch.path().join("copy.out");
+    let contenders = vec![
+        Contender::new("read + write once (the disk's rate)", || {
+            copy(&text, &copy_out)
+        }),
+        job("wordcount, no limit", &wc, false),
+        job("wordcount, spilling", &wc, true),
+        job("inverted-index, no limit", &ii, false),
+        job("inverted-index, spilling", &ii, true),
+    ];
+    let rows = measure(a.bench.runs, contenders)?;
+    let mb = a.size as f64 / 1e6;
+    let title = format!(
+        "spill: {mb:.0} MB of text, {threads} threads, spilling runs limited to {:.0} MiB",
+        a.limit as f64 / (1 << 20) as f64
+    );
+    print_table(&title, mb, "MB", &rows);
+    print_memory(&rows);
+    Ok(())
+}
+
+/// Copies `from` to `to`, the way `cat from > to` does: the time to read
+/// the input and write as many bytes once.
+fn copy(from: &Path, to: &Path) -> Result<Measured> {
+    Measured::of(|| {
+        let mut r = BufReader::with_capacity(1 << 20, File::open(from)?);
+        let mut w = BufWriter::with_capacity(1 << 20, File::create(to)?);
+        std::io::copy(&mut r, &mut w)?;
+        w.into_inner()?.sync_data()?;
+        Ok(None)
+    })
+}
+
+/// Runs `ember ARGS TEXT -o OUT` as a child process; its peak resident
+/// memory goes in the note.
+fn child(args: &[String], (text, out): (&PathBuf, &PathBuf)) -> Result<Measured> {
+    let exe = std::env::current_exe().context("finding the ember binary")?;
+    let start = Instant::now();
+    let spawned = Command::new(exe)
+        .args(args)
+        .arg(text)
+        .arg("-o")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let (status, usage) = wait(spawned.id())?;
+    let secs = start.elapsed().as_secs_f64();
+    if status != 0 {
+        bail!("ember {} failed (wait status {status})", args.join(" "));
+    }
+    let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok(Measured {
+        secs,
+        cpu: cpu(usage.ru_utime) + cpu(usage.ru_stime),
+        stats: None,
+        // Linux gives ru_maxrss in KiB.
+        note: Some(format!("{}", usage.ru_maxrss)),
+    })
+}
+
+/// Waits for child `pid`: its wait status and resource usage.
+fn wait(pid: u32) -> Result<(i32, libc::rusage)> {
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is a valid value (integers and
+    // timevals); `wait4` writes both out-parameters, which live for the
+    // call, for a child of this process that has not been waited for.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let got = unsafe { libc::wait4(pid as i32, &mut status, 0, &mut usage) };
+    if got < 0 {
+        return Err(std::io::Error::last_os_error()).context("waiting for ember");
+    }
+    Ok((status, usage))
+}
+
+/// Prints each child contender's largest peak resident memory.
+fn print_memory(rows: &[Row]) {
+    println!("\npeak resident memory (largest of the runs):");
+    for row in rows {
+        let kib = row
+            .runs
+            .iter()
+            .filter_map(|m| m.note.as_ref()?.parse::<u64>().ok());
+        if let Some(kib) = kib.max() {
+            println!("  {:<40} {:>8.1} MiB", row.name, kib as f64 / 1024.0);
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Spilling from the command line: the output equals the unlimited run's,
+//! the spill directory is removed after a success, a full disk and Ctrl-C,
+//! and a full disk is one line on stderr with no output file left.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn ember() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ember"))
+}
+
+/// The names in `dir`.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A generated text of `size` in `dir`.
+fn corpus(dir: &Path, size: &str) -> std::path::PathBuf {
+    let path = dir.join("text.txt");
+    let status = ember()
+        .args(["gen", "text", "--size", size, "-o"])
+        .arg(&path)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    path
+}
+
+#[test]
+fn a_spilling_run_writes_what_an_unlimited_one_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = tempfile::tempdir().unwrap();
+    let text = corpus(dir.path(), "4MiB");
+    for (job, extra) in [("wordcount", None), ("inverted-index", Some("--lines"))] {
+        let run = |out: &str, limit: Option<&str>| {
+            let mut c = ember();
+            c.arg(job)
+                .args(extra)
+                .arg(&text)
+                .arg("-o")
+                .arg(dir.path().join(out));
+            if let Some(limit) = limit {
+                c.args(["--memory-limit", limit, "--stats", "--spill-dir"]);
+                c.arg(spill.path());
+            }
+            let o = c.output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            String::from_utf8(o.stderr).unwrap()
+        };
+        run("plain.tsv", None);
+        let stats = run("spilled.tsv", Some("256KiB"));
+        assert!(stats.contains(" spills: "), "{job}: no spill: {stats}");
+        let read = |name: &str| std::fs::read(dir.path().join(name)).unwrap();
+        assert!(
+            read("plain.tsv") == read("spilled.tsv"),
+            "{job}: output differs"
+        );
+        assert!(names(spill.path()).is_empty(), "{job}: spill files left");
+    }
+}
+
+/// A disk that fills up: a file-size limit (`ulimit -f`, with SIGXFSZ
+/// ignored so that a write fails with EFBIG instead of killing the
+/// process), which holds for root too.
+#[test]
+fn a_full_disk_is_one_line_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = tempfile::tempdir().unwrap();
+    let text = corpus(dir.path(), "8MiB");
+    let out = dir.path().join("counts.tsv");
+    let cmd = format!(
+        "trap '' XFSZ; ulimit -f 1024; exec '{}' wordcount '{}' -o '{}' --memory-limit 64KiB \
+         --spill-dir '{}'",
+        env!("CARGO_BIN_EXE_ember"),
+        text.display(),
+        out.display(),
+        spill.path().display()
+    );
+    let o = Command::new("sh").args(["-c", &cmd]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("ember: cannot spill to '") && stderr.contains("File too large"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "an output file was left");
+    assert_eq!(names(dir.path()), vec!["text.txt"]);
+    assert!(names(spill.path()).is_empty(), "spill files left");
+}
+
+#[test]
+fn ctrl_c_removes_the_spill_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = tempfile::tempdir().unwrap();
+    let text = corpus(dir.path(), "64MiB");
+    let mut child = ember()
+        .args([
+            "wordcount",
+            "-t",
+            "1",
+            "--memory-limit",
+            "64KiB",
+            "--spill-dir",
+        ])
+        .arg(spill.path())
+        .arg(&text)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while names(spill.path()).is_empty() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("ember ended ({status}) before it spilled");
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no spill");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: `kill` only sends a signal to the child we started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "ember: interrupted\n");
+    assert!(names(spill.path()).is_empty(), "spill files left");
+}
