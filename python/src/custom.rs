@@ -1,0 +1,1 @@
+//! Custom jobs (map_reduce): later.
