@@ -28,6 +28,7 @@ the CLI prints.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from dataclasses import dataclass
@@ -230,10 +231,31 @@ class Runtime:
 
     def map_reduce(self, input, map, *, combine="sum", reduce=None, records="lines",
                    return_stats=False, **opts):
-        """A custom job: see :func:`ember.map_reduce`."""
-        from ._custom import map_reduce
+        """A custom job. ``map(split: bytes)`` is called once per split (whole
+        records, as ``records`` cuts them: ``"lines"``, ``"words"``,
+        ``"whole"`` (a split per file) or a record size in bytes) and returns
+        a dict (e.g. a ``collections.Counter``: the fast path) or an
+        iterable of ``(key, value)`` pairs; keys are all ``str`` or all
+        ``bytes``. Values of a key fold by ``combine``: ``"sum"``, ``"min"``,
+        ``"max"`` (int values, in Rust), ``"list"`` (any values, in no set
+        order) or a function ``f(a, b)`` (a list folded in Python after the
+        run). ``reduce(key, folded)``, if given, makes each key's output.
+        Returns ``{key: output}`` sorted by key.
 
-        return map_reduce(self._rt, input, map, combine, reduce, records, return_stats, opts)
+        Python code holds the GIL: the map calls run one at a time, however
+        many threads the runtime has; ember overlaps the rest (reading,
+        folding, merging). Prefer a built-in workload where there is one.
+        """
+        if callable(combine):
+            fold, then = combine, reduce
+
+            def reduce(key, values):
+                folded = functools.reduce(fold, values)
+                return folded if then is None else then(key, folded)
+
+            combine = "list"
+        pair = self._rt.map_reduce(_source(input), map, combine, reduce, records, **opts)
+        return _result(pair, return_stats)
 
 
 _runtimes: Dict[Optional[int], Runtime] = {}

@@ -164,6 +164,27 @@ impl PyRuntime {
     ) -> Pair<'py> {
         workloads::matrix_multiply(py, &self.rt, a, b, &parse(opts)?)
     }
+
+    #[pyo3(signature = (source, map, combine, reduce, records, **opts))]
+    #[allow(clippy::too_many_arguments)]
+    fn map_reduce<'py>(
+        &self,
+        py: Python<'py>,
+        source: Source<'py>,
+        map: Bound<'py, PyAny>,
+        combine: String,
+        reduce: Option<Bound<'py, PyAny>>,
+        records: Bound<'py, PyAny>,
+        opts: Option<&Bound<'py, PyDict>>,
+    ) -> Pair<'py> {
+        let job = custom::Custom {
+            map,
+            combine,
+            reduce,
+            records,
+        };
+        custom::map_reduce(py, &self.rt, source.view(), job, &parse(opts)?)
+    }
 }
 
 /// The document files of an inverted index over `paths` (folders walked),
