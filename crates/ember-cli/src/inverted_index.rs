@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use ember_apps::inverted_index::{build, write_docs, write_index, Docs};
+use ember_apps::inverted_index::{self, build, write_docs, write_index, Docs};
 use ember_apps::text::TextSpec;
 
 use crate::common::{cache_dir, write_output, RunArgs};
@@ -46,43 +46,13 @@ pub(crate) struct DocsArgs {
     text: TextArgs,
 }
 
-/// Every file named by `paths` (folders walked), sorted by path, each once.
+/// Every file named by `paths` (folders walked), sorted by path, each
+/// once; `-` alone is standard input.
 fn document_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     if paths == [Path::new("-")] {
         return Ok(paths.to_vec());
     }
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let before = files.len();
-            walk(p, &mut files)?;
-            if files.len() == before {
-                bail!("no documents: folder '{}' holds no files", p.display());
-            }
-        } else {
-            files.push(p.clone());
-        }
-    }
-    files.sort();
-    files.dedup();
-    Ok(files)
-}
-
-/// Adds the files under `dir`, recursively.
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
-    let entries =
-        std::fs::read_dir(dir).with_context(|| format!("cannot read '{}'", dir.display()))?;
-    for e in entries {
-        let path = e
-            .with_context(|| format!("cannot read '{}'", dir.display()))?
-            .path();
-        if path.is_dir() {
-            walk(&path, files)?;
-        } else {
-            files.push(path);
-        }
-    }
-    Ok(())
+    Ok(inverted_index::document_paths(paths)?)
 }
 
 /// Runs `ember inverted-index`.

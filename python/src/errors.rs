@@ -1,0 +1,105 @@
+//! ember's errors as Python exceptions: the built-in kind an error's cause
+//! calls for, with the one-line message the `ember` CLI prints.
+
+use std::any::Any;
+use std::io::ErrorKind;
+
+use pyo3::exceptions::{
+    PyException, PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError,
+    PyValueError,
+};
+use pyo3::{create_exception, PyErr};
+
+create_exception!(
+    _ember,
+    EmberError,
+    PyException,
+    "A run of ember failed for a reason no built-in exception names (a \
+     panic in a job, an internal error). Missing files, folders given as \
+     files and malformed input raise FileNotFoundError, IsADirectoryError, \
+     PermissionError and ValueError instead."
+);
+
+/// An error and its causes on one line, each cause once (as `ember`
+/// prints it, after `ember: `).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ")
+}
+
+/// The Python exception for an error of a run. A Python exception raised
+/// by user code (a custom job's `map`) comes back as itself.
+pub(crate) fn to_py(e: anyhow::Error) -> PyErr {
+    let e = match e.downcast::<PyErr>() {
+        Ok(py) => return py,
+        Err(e) => e,
+    };
+    let msg = one_line(&e);
+    if let Some(io) = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>()) {
+        return match io.kind() {
+            ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+            ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+            ErrorKind::IsADirectory => PyIsADirectoryError::new_err(msg),
+            _ => PyOSError::new_err(msg),
+        };
+    }
+    match e.chain().find_map(|c| c.downcast_ref::<ember::Error>()) {
+        Some(ember::Error::IsDirectory { .. }) => PyIsADirectoryError::new_err(msg),
+        Some(
+            ember::Error::Malformed { .. }
+            | ember::Error::InvalidInput(_)
+            | ember::Error::Config(_),
+        ) => PyValueError::new_err(msg),
+        _ => EmberError::new_err(msg),
+    }
+}
+
+/// The exception for a panic caught on the calling thread (a bug in ember
+/// or in this module: the interpreter goes on).
+pub(crate) fn panicked(payload: Box<dyn Any + Send>) -> PyErr {
+    let what = if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".to_string()
+    };
+    EmberError::new_err(format!("internal error: {what}"))
+}
+
+/// A job whose `map` panics: what `_panic_for_tests` runs on a worker.
+struct Panics;
+
+impl ember::Job for Panics {
+    type Key = u8;
+    type Value = u64;
+    type Combiner = ember::Sum;
+    type Out = u64;
+    fn map<E: ember::Emit<u8, u64>>(&self, _: ember::Split<'_>, _: &mut E) -> ember::MapResult {
+        panic!("a test panic on a worker")
+    }
+    fn reduce(&self, _: &u8, n: u64) -> u64 {
+        n
+    }
+}
+
+/// For the tests: panics in Rust, on the calling thread or on one of
+/// `rt`'s workers (in a job's `map`), to show that the interpreter goes on
+/// and raises `EmberError`.
+#[pyo3::pyfunction]
+pub(crate) fn _panic_for_tests(py: pyo3::Python<'_>, on_worker: bool) -> pyo3::PyResult<()> {
+    crate::call::detached(py, || {
+        if !on_worker {
+            panic!("a test panic on the calling thread");
+        }
+        let rt = ember::Runtime::builder().threads(1).build()?;
+        rt.run(&Panics, &ember::Input::bytes(b"x\n"))?;
+        Ok(())
+    })
+}

@@ -1,0 +1,88 @@
+//! Per-call options: keyword arguments named as the CLI's options.
+
+use ember::tune::{Ingest, Mode, PipelineOptions};
+use ember::{ContainerKind, RunOptions};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// The options of one call: the run's settings and how files are read.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CallOptions {
+    /// `split_size`, `container`, `chunk_size`, `chunk_buffers`, `mode`,
+    /// `buffer_size`, `max_buffered`.
+    pub(crate) run: RunOptions,
+    /// `ingest`: auto, mmap or chunked.
+    pub(crate) ingest: Ingest,
+}
+
+/// Parses `ingest` as `ember --ingest` does.
+fn parse_ingest(s: &str) -> PyResult<Ingest> {
+    match s {
+        "auto" => Ok(Ingest::Auto),
+        "mmap" => Ok(Ingest::Mmap),
+        "chunked" => Ok(Ingest::Chunked),
+        _ => Err(PyValueError::new_err(format!(
+            "unknown ingest mode '{s}' (auto, mmap, chunked)"
+        ))),
+    }
+}
+
+/// A size in bytes: a positive integer.
+fn size(name: &str, v: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let n: usize = v.extract()?;
+    if n == 0 {
+        return Err(PyValueError::new_err(format!("{name} must be at least 1")));
+    }
+    Ok(n)
+}
+
+/// A name parsed by ember (`container`, `mode`), its error a ValueError.
+fn named<T: std::str::FromStr<Err = ember::Error>>(v: &Bound<'_, PyAny>) -> PyResult<T> {
+    let s: String = v.extract()?;
+    s.parse()
+        .map_err(|e: ember::Error| PyValueError::new_err(e.to_string()))
+}
+
+/// The options given as keyword arguments; `None` values are left at
+/// their defaults, unknown names are a TypeError.
+pub(crate) fn parse(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<CallOptions> {
+    let mut o = CallOptions::default();
+    let mut pipeline = PipelineOptions::default();
+    let Some(kwargs) = kwargs else {
+        return Ok(o);
+    };
+    for (k, v) in kwargs.iter() {
+        if v.is_none() {
+            continue;
+        }
+        let name: String = k.extract()?;
+        let run = std::mem::take(&mut o.run);
+        o.run = match name.as_str() {
+            "split_size" => run.split_size(size(&name, &v)?),
+            "container" => run.container(named::<ContainerKind>(&v)?),
+            "mode" => run.mode(named::<Mode>(&v)?),
+            "chunk_size" => run.chunk_size(size(&name, &v)?),
+            "chunk_buffers" => run.chunk_buffers(size(&name, &v)?),
+            "buffer_size" => {
+                pipeline = pipeline.buffer_bytes(Some(size(&name, &v)?));
+                run
+            }
+            "max_buffered" => {
+                pipeline = pipeline.max_buffered_bytes(Some(size(&name, &v)?));
+                run
+            }
+            "ingest" => {
+                o.ingest = parse_ingest(&v.extract::<String>()?)?;
+                run
+            }
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "unexpected keyword argument '{name}'"
+                )))
+            }
+        };
+    }
+    o.run = o.run.pipeline(pipeline);
+    Ok(o)
+}
