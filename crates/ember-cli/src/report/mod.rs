@@ -222,9 +222,10 @@ fn none(what: &str) -> String {
 }
 
 fn plan(run: &Run) -> String {
-    let Some(plan) = run.stats.as_ref().map(|s| &s["plan"]) else {
+    let Some(stats) = run.stats.as_ref() else {
         return none("Needs the run's stats (--stats-json).");
     };
+    let plan = &stats["plan"];
     let mut t = String::from("<table>");
     for (what, key, why) in [
         ("container", "container", Some("container_reason")),
@@ -241,8 +242,36 @@ fn plan(run: &Run) -> String {
             escape(&reason)
         );
     }
-    t.push_str("</table>");
+    let _ = write!(
+        t,
+        "<tr><th>memory</th><td>{}</td><td>{}</td></tr></table>",
+        escape(&memory(&stats["memory"])),
+        escape(&spilled(&stats["memory"]))
+    );
     t
+}
+
+/// The budget and the peak the containers held, as `--stats` prints them.
+fn memory(m: &Value) -> String {
+    let mib = |k: &str| m[k].as_f64().unwrap_or(0.0) / (1u64 << 20) as f64;
+    format!(
+        "budget {:.1} MiB, peak {:.1} MiB tracked",
+        mib("limit_bytes"),
+        mib("peak_tracked_bytes")
+    )
+}
+
+/// What was spilled.
+fn spilled(m: &Value) -> String {
+    match m["spills"].as_u64().unwrap_or(0) {
+        0 => "nothing spilled".into(),
+        n => format!(
+            "{n} spills: {} runs, {:.1} MiB in {:.3} s",
+            plain(&m["spill_runs"]),
+            m["spilled_bytes"].as_f64().unwrap_or(0.0) / (1u64 << 20) as f64,
+            m["spill_secs"].as_f64().unwrap_or(0.0)
+        ),
+    }
 }
 
 /// A reason object (`{"why": "few_repeats", "repeats": 1.2, ...}`) as

@@ -21,6 +21,7 @@ fn colour(name: &str) -> &'static str {
         "sample" => "#b07aa1",
         "merge" => "#59a14f",
         "read" => "#9c755f",
+        "spill" => "#e15759",
         "split" => "#edc948",
         "run" => "#d3d3d3",
         _ => "#bab0ac",
@@ -30,7 +31,7 @@ fn colour(name: &str) -> &'static str {
 /// A key to the colours of the span kinds.
 pub(super) fn legend() -> String {
     let mut s = String::from("<p class=\"legend\">");
-    for name in ["split", "sample", "map", "reduce", "merge", "read"] {
+    for name in ["split", "sample", "map", "reduce", "merge", "read", "spill"] {
         let _ = write!(
             s,
             r#"<span><svg width="12" height="12"><rect width="12" height="12" fill="{}"/></svg> {name}</span> "#,
