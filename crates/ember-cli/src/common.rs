@@ -28,8 +28,10 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value = "auto", value_parser = parse_ingest)]
     pub(crate) ingest: ember::tune::Ingest,
     /// Bytes per ingest chunk for chunked reading (and standard input).
-    #[arg(long, value_parser = parse_size, default_value = "64MiB")]
-    pub(crate) chunk_size: u64,
+    /// Default: 64MiB, or less under --memory-limit (the buffers then take
+    /// at most a quarter of the limit).
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) chunk_size: Option<u64>,
     /// Chunk buffers for chunked reading: the reader runs this many minus
     /// one chunks ahead of the mappers.
     #[arg(long, default_value_t = ember::tune::DEFAULT_CHUNK_BUFFERS)]
@@ -87,7 +89,7 @@ impl RunArgs {
         ember::RunOptions::default()
             .split_size(self.split_size.map(|s| s as usize))
             .container(self.container)
-            .chunk_size(self.chunk_size as usize)
+            .chunk_size(self.chunk_size.map(|s| s as usize))
             .chunk_buffers(self.chunk_buffers)
             .mode(self.mode)
             .pipeline(

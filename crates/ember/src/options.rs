@@ -26,7 +26,9 @@ pub struct RunOptions {
     pub container: Option<ContainerKind>,
     /// How the merge phase orders the output (default: p-way).
     pub merge: Option<MergeKind>,
-    /// Bytes per ingest chunk for a streamed input (default 64 MiB).
+    /// Bytes per ingest chunk for a streamed input (default 64 MiB, or
+    /// less under a memory limit the caller set: the buffers then take at
+    /// most a quarter of it, with chunks of at least 1 MiB).
     pub chunk_size: Option<usize>,
     /// Chunk buffers for a streamed input (default 2: double buffering);
     /// input memory is about `chunk_buffers x chunk_size`.

@@ -437,8 +437,14 @@ impl Runtime {
         if !input.is_streamed() {
             return Ok(Source::Memory(input, splits));
         }
-        let chunk_size = opts.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE);
         let buffers = opts.chunk_buffers.unwrap_or(DEFAULT_CHUNK_BUFFERS);
+        let chunk_size = opts.chunk_size.unwrap_or_else(|| {
+            // Under a limit the caller set, the buffers take at most a
+            // quarter of it (and chunks at least 1 MiB).
+            let limit = opts.memory_limit.or(self.memory_limit);
+            let fit = limit.map_or(usize::MAX, |l| (l / 4) as usize / buffers.max(1));
+            DEFAULT_CHUNK_SIZE.min(fit.max(1 << 20))
+        });
         if chunk_size == 0 || buffers == 0 {
             return Err(Error::Config(
                 "chunk size and chunk buffers must be at least 1".into(),
