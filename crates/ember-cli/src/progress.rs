@@ -200,7 +200,10 @@ mod tests {
         let drew = |marker: &str| {
             let start = Instant::now();
             while !screen.0.lock().unwrap().contains(marker) {
-                assert!(start.elapsed() < Duration::from_secs(30), "never drew {marker}");
+                assert!(
+                    start.elapsed() < Duration::from_secs(30),
+                    "never drew {marker}"
+                );
                 std::thread::sleep(TICK);
             }
         };

@@ -158,7 +158,12 @@ fn the_chrome_form_has_an_event_per_span_and_named_tracks() {
     let named: std::collections::BTreeMap<u64, &str> = events
         .iter()
         .filter(|e| e["ph"] == "M")
-        .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap()))
+        .map(|e| {
+            (
+                e["tid"].as_u64().unwrap(),
+                e["args"]["name"].as_str().unwrap(),
+            )
+        })
         .collect();
     for e in &complete {
         assert!(named.contains_key(&e["tid"].as_u64().unwrap()), "{e}");
