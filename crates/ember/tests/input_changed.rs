@@ -106,11 +106,10 @@ fn write_input(dir: &Path, name: &str) -> PathBuf {
 }
 
 fn opts(mode: Mode) -> RunOptions {
-    let mut opts = RunOptions::default();
-    opts.split_size = Some(4096);
-    opts.chunk_size = Some(64 << 10);
-    opts.mode = Some(mode);
-    opts
+    RunOptions::default()
+        .split_size(4096)
+        .chunk_size(64 << 10)
+        .mode(mode)
 }
 
 /// Asserts that `err` is `InputChanged` for `path`, from `was` bytes.
