@@ -36,7 +36,7 @@ use std::fs::{File, Metadata};
 use std::io;
 use std::path::Path;
 use std::ptr;
-use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use memmap2::Mmap;
@@ -45,7 +45,7 @@ use memmap2::Mmap;
 /// while it lives.
 pub(crate) struct GuardedMap {
     map: Mmap,
-    slot: &'static Slot,
+    claim: Claim,
     /// The file as it was when mapped.
     was: FileState,
 }
@@ -87,10 +87,10 @@ impl GuardedMap {
         // SIGBUS, which the guard's handler (installed above) turns into a
         // page of zeros and a flag, reported by `changed` after the run.
         let map = unsafe { Mmap::map(file) }?;
-        let slot = Slot::claim(map.as_ptr() as usize, map.len());
+        let claim = Claim::new(map.as_ptr() as usize, map.len());
         Ok(GuardedMap {
             map,
-            slot,
+            claim,
             was: FileState::of(meta),
         })
     }
@@ -115,7 +115,7 @@ impl GuardedMap {
     pub(crate) fn changed(&self, path: &Path) -> Option<(u64, u64)> {
         let now = std::fs::metadata(path).ok().map(|m| FileState::of(&m));
         let now = now.filter(|n| n.id == self.was.id);
-        let faulted = self.slot.faulted.load(Ordering::Relaxed);
+        let faulted = self.claim.slot().faulted.load(Ordering::Relaxed);
         match now {
             Some(now) if now != self.was => Some((self.was.len, now.len)),
             Some(now) if faulted => Some((self.was.len, now.len)),
@@ -131,26 +131,26 @@ impl Drop for GuardedMap {
     fn drop(&mut self) {
         // Struck off before the map is unmapped (the fields drop after
         // this), so no slot ever names an unmapped range.
-        self.slot.release();
+        self.claim.release();
     }
 }
 
-/// Slots per block of the registry.
-const SLOTS: usize = 32;
+/// Slots per block of the registry (one bit each in `Block::taken`).
+const SLOTS: usize = 64;
 
 /// One registered map: its address range and whether a read of it
 /// faulted. `seq` is odd while the range is being written.
 struct Slot {
-    taken: AtomicBool,
     seq: AtomicUsize,
     start: AtomicUsize,
     len: AtomicUsize,
     faulted: AtomicBool,
 }
 
-/// A block of slots; blocks are never freed, so the handler can walk them
-/// at any time.
+/// A block of slots, with a bit per taken slot; blocks are never freed,
+/// so the handler can walk them at any time.
 struct Block {
+    taken: AtomicU64,
     slots: [Slot; SLOTS],
     next: AtomicPtr<Block>,
 }
@@ -170,49 +170,83 @@ fn blocks() -> impl Iterator<Item = &'static Block> {
     )
 }
 
+impl Block {
+    /// Takes a free slot of the block, if it has one.
+    fn take(&'static self) -> Option<Claim> {
+        let mut taken = self.taken.load(Ordering::Relaxed);
+        while taken != u64::MAX {
+            let i = (!taken).trailing_zeros() as usize;
+            let bit = 1 << i;
+            match self.taken.compare_exchange_weak(
+                taken,
+                taken | bit,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(Claim { block: self, i }),
+                Err(now) => taken = now,
+            }
+        }
+        None
+    }
+
+    /// A new block, its first slot taken, pushed onto the registry.
+    fn push() -> Claim {
+        let block: &'static Block = Box::leak(Box::new(Block {
+            taken: AtomicU64::new(1),
+            slots: [const { Slot::new() }; SLOTS],
+            next: AtomicPtr::new(ptr::null_mut()),
+        }));
+        let new = ptr::from_ref(block).cast_mut();
+        let mut head = BLOCKS.load(Ordering::Acquire);
+        loop {
+            block.next.store(head, Ordering::Relaxed);
+            match BLOCKS.compare_exchange(head, new, Ordering::Release, Ordering::Acquire) {
+                Ok(_) => return Claim { block, i: 0 },
+                Err(now) => head = now,
+            }
+        }
+    }
+}
+
+/// A taken slot: its block and index.
+#[derive(Clone, Copy)]
+struct Claim {
+    block: &'static Block,
+    i: usize,
+}
+
+impl Claim {
+    /// Takes a free slot (in a new block if every one is taken) and
+    /// registers the range in it.
+    fn new(start: usize, len: usize) -> Claim {
+        let claim = blocks().find_map(Block::take).unwrap_or_else(Block::push);
+        claim.slot().faulted.store(false, Ordering::Relaxed);
+        claim.slot().set(start, len);
+        claim
+    }
+
+    fn slot(self) -> &'static Slot {
+        &self.block.slots[self.i]
+    }
+
+    /// Strikes the range off and frees the slot.
+    fn release(self) {
+        self.slot().set(0, 0);
+        self.block
+            .taken
+            .fetch_and(!(1 << self.i), Ordering::Release);
+    }
+}
+
 impl Slot {
     const fn new() -> Self {
         Slot {
-            taken: AtomicBool::new(false),
             seq: AtomicUsize::new(0),
             start: AtomicUsize::new(0),
             len: AtomicUsize::new(0),
             faulted: AtomicBool::new(false),
         }
-    }
-
-    /// Takes a free slot (or a new block's first) for the range.
-    fn claim(start: usize, len: usize) -> &'static Slot {
-        let free = blocks().flat_map(|b| b.slots.iter()).find(|s| {
-            s.taken
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        });
-        let slot = free.unwrap_or_else(|| {
-            let block: &'static Block = Box::leak(Box::new(Block {
-                slots: [const { Slot::new() }; SLOTS],
-                next: AtomicPtr::new(ptr::null_mut()),
-            }));
-            block.slots[0].taken.store(true, Ordering::Relaxed);
-            let mut head = BLOCKS.load(Ordering::Acquire);
-            loop {
-                block.next.store(head, Ordering::Relaxed);
-                let new = ptr::from_ref(block).cast_mut();
-                match BLOCKS.compare_exchange(head, new, Ordering::Release, Ordering::Acquire) {
-                    Ok(_) => break &block.slots[0],
-                    Err(now) => head = now,
-                }
-            }
-        });
-        slot.faulted.store(false, Ordering::Relaxed);
-        slot.set(start, len);
-        slot
-    }
-
-    /// Frees the slot.
-    fn release(&self) {
-        self.set(0, 0);
-        self.taken.store(false, Ordering::Release);
     }
 
     /// Writes the range under the sequence counter.
@@ -393,15 +427,20 @@ mod tests {
 
     #[test]
     fn slots_are_reused_and_found() {
-        let a = Slot::claim(0x1000_0000, 100);
-        let b = Slot::claim(0x2000_0000, 100);
-        assert!(ptr::eq(find(0x1000_0063).unwrap(), a));
-        assert!(ptr::eq(find(0x2000_0000).unwrap(), b));
+        let a = Claim::new(0x1000_0000, 100);
+        let b = Claim::new(0x2000_0000, 100);
+        assert!(ptr::eq(find(0x1000_0063).unwrap(), a.slot()));
+        assert!(ptr::eq(find(0x2000_0000).unwrap(), b.slot()));
         assert!(find(0x1000_0064).is_none());
         a.release();
         assert!(find(0x1000_0000).is_none());
-        let many: Vec<_> = (0..3 * SLOTS).map(|i| Slot::claim(i << 20, 1)).collect();
-        assert!(ptr::eq(find(5 << 20).unwrap(), many[5]));
+        let many: Vec<_> = (1..3 * SLOTS).map(|i| Claim::new(i << 20, 1)).collect();
+        assert!(ptr::eq(find(5 << 20).unwrap(), many[4].slot()));
+        // Every slot is distinct.
+        let mut seen: Vec<_> = many.iter().map(|c| c.slot() as *const Slot).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), many.len());
         for s in many {
             s.release();
         }

@@ -169,6 +169,27 @@ fn a_mapped_file_truncated_during_the_run_is_an_error() {
     }
 }
 
+/// Many mapped files (more than a block of the guard's registry), one of
+/// them cut: the error names that one.
+#[test]
+fn the_changed_file_of_many_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let paths: Vec<PathBuf> = (0..150)
+        .map(|i| {
+            let path = dir.path().join(format!("doc{i}.txt"));
+            std::fs::write(&path, vec![b'x'; 3 * 4096 + i]).unwrap();
+            path
+        })
+        .collect();
+    let input = Input::files(&paths).unwrap();
+    let job = ByteCount::new(&paths[100], Change::Cut(5));
+    let err = rt.run_with(&job, &input, &opts(Mode::Auto)).unwrap_err();
+    assert_eq!(assert_changed(&err, &paths[100], 3 * 4096 + 100), 5);
+    drop(input);
+    still_works(&rt, dir.path(), Ingest::Mmap);
+}
+
 #[test]
 fn a_map_only_run_over_a_truncated_file_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
