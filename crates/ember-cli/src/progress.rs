@@ -36,6 +36,16 @@ pub(crate) fn progress_while<T>(
     shown.during(|| f(&opts))
 }
 
+/// Tells a display thread to finish, when dropped.
+struct Stop<'a>(&'a AtomicBool, &'a std::thread::Thread);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Relaxed);
+        self.1.unpark();
+    }
+}
+
 /// A progress display of one counter.
 struct Shown<'c, D> {
     counter: &'c Progress,
@@ -47,15 +57,16 @@ struct Shown<'c, D> {
 }
 
 impl<D: FnOnce() -> ProgressDrawTarget + Send> Shown<'_, D> {
-    /// Runs `f`, drawing the counter on another thread until it returns.
+    /// Runs `f`, drawing the counter on another thread until it returns
+    /// or panics.
     fn during<T>(self, f: impl FnOnce() -> T) -> T {
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             let shower = s.spawn(|| self.show_until(&done));
-            let out = f();
-            done.store(true, Relaxed);
-            shower.thread().unpark();
-            out
+            // Stops the display however `f` ends: a panic unwinding
+            // through the scope would otherwise wait for it forever.
+            let _stop = Stop(&done, shower.thread());
+            f()
         })
     }
 
@@ -200,9 +211,10 @@ mod tests {
         let drew = |marker: &str| {
             let start = Instant::now();
             while !screen.0.lock().unwrap().contains(marker) {
+                let seen = screen.0.lock().unwrap().clone();
                 assert!(
                     start.elapsed() < Duration::from_secs(30),
-                    "never drew {marker}"
+                    "never drew {marker}: {seen}"
                 );
                 std::thread::sleep(TICK);
             }
@@ -211,7 +223,8 @@ mod tests {
             for run in 1..=jobs {
                 rt.run_with(&WordCount::new(), &Input::bytes(text), &opts)
                     .unwrap();
-                match jobs {
+                // The first run is drawn as a bar, the others as a count.
+                match run {
                     1 => drew("merge   [="),
                     _ => drew(&format!("{unit} {run}, merge")),
                 }
