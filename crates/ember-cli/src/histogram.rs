@@ -75,7 +75,11 @@ pub(crate) fn count(
     opts: &ember::RunOptions,
 ) -> Result<(Counts, ember::Stats)> {
     let input = Input::file(file)?;
-    histogram::run(rt, input.part_bytes(0), opts).with_context(|| format!("'{}'", file.display()))
+    let counts = histogram::run(rt, input.part_bytes(0), opts)
+        .with_context(|| format!("'{}'", file.display()))?;
+    // The run read the file's map, not an input of its own.
+    input.check_unchanged()?;
+    Ok(counts)
 }
 
 /// Runs `ember histogram`.

@@ -98,6 +98,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
     } else {
         progress_while(a.run.options(), "iteration", run)
     }?;
+    // The runs read the matrix's map, not an input of theirs.
+    input.check_unchanged()?;
     write_output(a.output.as_deref(), |w| write_clusters(&c, w))?;
     summarize(&c, points.rows, stats.total_secs);
     a.run.report(&stats)

@@ -61,6 +61,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let (c, stats) = a
         .run
         .with_progress(|o| matrix_multiply::run(&rt, &ma, &mb, o))?;
+    // The runs read the matrices' maps, not inputs of theirs.
+    ia.check_unchanged()?;
+    ib.check_unchanged()?;
     write_output(a.output.as_deref(), |mut w| {
         Ok(matrix::write(c.rows, c.cols, &c.values(), &mut w)?)
     })?;

@@ -56,6 +56,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let m = numeric::matrix(&input)?;
     let rt = a.run.runtime()?;
     let (p, stats) = a.run.with_progress(|o| pca::run(&rt, &m, o))?;
+    // The runs read the matrix's map, not an input of theirs.
+    input.check_unchanged()?;
     write_output(a.output.as_deref(), |w| write_results(&p, w))?;
     summarize(&p, stats.total_secs);
     a.run.report(&stats)

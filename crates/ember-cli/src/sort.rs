@@ -47,7 +47,12 @@ pub(crate) fn run(a: Args) -> Result<()> {
         .with_progress(|o| sort_order(&rt, data, o))
         .with_context(|| format!("cannot sort '{}'", a.file.display()))?;
     let start = std::time::Instant::now();
-    write_output(Some(&a.out), |mut w| Ok(order.write(&rt, data, &mut w)?))?;
+    write_output(Some(&a.out), |mut w| {
+        order.write(&rt, data, &mut w)?;
+        // Sorted and written from the file's map, not an input of a run:
+        // checked before the output replaces its target.
+        Ok(input.check_unchanged()?)
+    })?;
     eprintln!(
         "# {} records sorted in {:.3} s, written in {:.3} s",
         data.len() / RECORD_LEN,

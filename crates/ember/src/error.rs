@@ -76,6 +76,25 @@ pub enum Error {
         /// What `map` said is wrong with it.
         message: String,
     },
+    /// An input file changed while a run was reading it: it was truncated,
+    /// grown or rewritten, so the run's output would mix old and new bytes
+    /// (or miss some). A memory-mapped file cut short under a read does not
+    /// kill the process (as an unguarded map's SIGBUS would): the run ends
+    /// with this error, and the runtime is usable after.
+    #[error(
+        "input '{}' changed while it was being read ({})",
+        path.display(),
+        changed_how(*was, *now)
+    )]
+    InputChanged {
+        /// The file.
+        path: PathBuf,
+        /// Its length in bytes when it was opened.
+        was: u64,
+        /// Its length when the change was seen (for a file read in chunks:
+        /// the bytes read before its end).
+        now: u64,
+    },
     /// Input that the job cannot interpret.
     #[error("invalid input: {0}")]
     InvalidInput(String),
@@ -122,6 +141,14 @@ impl Error {
             "(non-string panic payload)".to_string()
         };
         Error::Panicked { phase, message }
+    }
+}
+
+/// How an input changed, for [`Error::InputChanged`].
+fn changed_how(was: u64, now: u64) -> String {
+    match was == now {
+        true => format!("it was rewritten, still {was} bytes"),
+        false => format!("it was {was} bytes, now {now}"),
     }
 }
 

@@ -69,9 +69,13 @@ pub(crate) struct Chunk {
     pub(crate) read_start: Option<Instant>,
 }
 
+/// A stream to read: its name, the reader, and its length when opened
+/// (if known: a file's is, standard input's is not).
+pub(crate) type Named = (PathBuf, Stream, Option<u64>);
+
 /// Cuts streams into chunks at record boundaries.
 pub(crate) struct ChunkReader {
-    streams: Vec<(PathBuf, Stream)>,
+    streams: Vec<Named>,
     records: Records,
     chunk_size: usize,
     /// Current stream.
@@ -83,11 +87,7 @@ pub(crate) struct ChunkReader {
 }
 
 impl ChunkReader {
-    pub(crate) fn new(
-        streams: Vec<(PathBuf, Stream)>,
-        records: Records,
-        chunk_size: usize,
-    ) -> Self {
+    pub(crate) fn new(streams: Vec<Named>, records: Records, chunk_size: usize) -> Self {
         ChunkReader {
             streams,
             records,
@@ -129,7 +129,7 @@ impl ChunkReader {
             let offset = self.offset;
             let mut want = self.chunk_size.saturating_sub(chunk.data.len()).max(1);
             let eof = loop {
-                let (name, stream) = &mut self.streams[self.part];
+                let (name, stream, _) = &mut self.streams[self.part];
                 let got = read_into(name, stream, &mut chunk.data, want)?;
                 if got < want {
                     break true;
@@ -158,10 +158,26 @@ impl ChunkReader {
             if !eof {
                 break;
             }
+            self.check_len()?;
             self.part += 1;
             self.offset = 0;
         }
         Ok(())
+    }
+}
+
+impl ChunkReader {
+    /// At the end of the current stream: an error if it had a known
+    /// length and ended elsewhere (the file shrank or grew while read).
+    fn check_len(&self) -> Result<()> {
+        match &self.streams[self.part] {
+            (path, _, Some(was)) if *was != self.offset => Err(Error::InputChanged {
+                path: path.clone(),
+                was: *was,
+                now: self.offset,
+            }),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -320,6 +336,7 @@ mod tests {
                 (
                     PathBuf::from(format!("p{i}")),
                     Box::new(std::io::Cursor::new(p.clone())) as Stream,
+                    None,
                 )
             })
             .collect();
@@ -425,8 +442,7 @@ mod tests {
                 Ok(n)
             }
         }
-        let streams: Vec<(PathBuf, Stream)> =
-            vec![(PathBuf::from("big.txt"), Box::new(Failing(100)))];
+        let streams: Vec<Named> = vec![(PathBuf::from("big.txt"), Box::new(Failing(100)), None)];
         let mut r = ChunkReader::new(streams, Records::Lines, 1 << 20);
         let e = r.fill(&mut Chunk::default()).unwrap_err().to_string();
         assert_eq!(e, "cannot read 'big.txt': disk on fire");

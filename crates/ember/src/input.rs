@@ -15,9 +15,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use memmap2::Mmap;
-
 use crate::error::{Error, Phase, Result};
+use crate::guard::GuardedMap;
 use crate::job::Records;
 use crate::unwind;
 
@@ -41,7 +40,7 @@ pub(crate) type Stream = Box<dyn Read + Send>;
 enum Data<'a> {
     Borrowed(&'a [u8]),
     Owned(Vec<u8>),
-    Mapped(Mmap),
+    Mapped(GuardedMap),
     /// Read in chunks by one run, which takes the reader; the size, if known.
     Streamed(Mutex<Option<Stream>>, Option<u64>),
 }
@@ -51,7 +50,7 @@ impl Part<'_> {
         match &self.data {
             Data::Borrowed(b) => b,
             Data::Owned(v) => v,
-            Data::Mapped(m) => m,
+            Data::Mapped(m) => m.bytes(),
             Data::Streamed(..) => &[],
         }
     }
@@ -161,16 +160,42 @@ impl<'a> Input<'a> {
             .any(|p| matches!(p.data, Data::Streamed(..)))
     }
 
-    /// Takes the readers of a streamed input, with their names.
-    pub(crate) fn take_streams(&self) -> Result<Vec<(PathBuf, Stream)>> {
+    /// Checks that no memory-mapped file of the input changed since it
+    /// was mapped: no read of it faulted past a new end, and its length and
+    /// modification time are those it had. Runs check their input when
+    /// they end; code that reads [`part_bytes`](Input::part_bytes) of a
+    /// mapped file itself can call this after, to know the bytes it read
+    /// were the file's (a page cut off a file reads as zeros).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InputChanged`] naming the first file that changed.
+    pub fn check_unchanged(&self) -> Result<()> {
+        for p in &self.parts {
+            if let Data::Mapped(m) = &p.data {
+                if let Some((was, now)) = m.changed(&p.name) {
+                    return Err(Error::InputChanged {
+                        path: p.name.clone(),
+                        was,
+                        now,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the readers of a streamed input, with their names and their
+    /// lengths when opened (if known).
+    pub(crate) fn take_streams(&self) -> Result<Vec<(PathBuf, Stream, Option<u64>)>> {
         self.parts
             .iter()
             .map(|p| match &p.data {
-                Data::Streamed(r, _) => r
+                Data::Streamed(r, len) => r
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .take()
-                    .map(|r| (p.name.clone(), r))
+                    .map(|r| (p.name.clone(), r, *len))
                     .ok_or_else(|| {
                         Error::Config(format!(
                             "'{}' was already read by an earlier run (a streamed input is read once)",
@@ -261,11 +286,9 @@ fn map_file(path: &Path) -> Result<Part<'static>> {
         // An empty file cannot be mapped; it is a valid, empty part.
         Data::Owned(Vec::new())
     } else {
-        // SAFETY: the map is read-only and private. Like every tool that maps
-        // its input, ember assumes the file is not truncated or rewritten by
-        // another process while the run lasts (a shrinking file would raise
-        // SIGBUS); chunked reads are the mode for inputs that may change.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        // A file cut short while mapped reads as zeros past its new end
+        // instead of killing the process, and the run fails (see `guard`).
+        let map = GuardedMap::new(&file, &meta).map_err(|e| Error::io(path, e))?;
         #[cfg(unix)]
         {
             // Advice only: a failure changes speed, not results.

@@ -48,6 +48,7 @@ mod combine;
 mod container;
 mod derive;
 mod error;
+mod guard;
 mod ingest;
 mod input;
 mod job;

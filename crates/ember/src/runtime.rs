@@ -162,7 +162,24 @@ impl Runtime {
     }
 
     /// Runs a job with per-run settings.
+    ///
+    /// A file of the input that changes while the run reads it (truncated,
+    /// grown or rewritten by another process) fails the run with
+    /// [`Error::InputChanged`], whatever else went wrong: a mapped page cut
+    /// off the file reads as zeros, never as a crash or a partial output.
     pub fn run_with<J: Job>(
+        &self,
+        job: &J,
+        input: &Input<'_>,
+        opts: &RunOptions,
+    ) -> Result<Output<J::Key, J::Out>> {
+        let out = self.run_job(job, input, opts);
+        input.check_unchanged()?;
+        out
+    }
+
+    /// [`Runtime::run_with`], before the input is checked.
+    fn run_job<J: Job>(
         &self,
         job: &J,
         input: &Input<'_>,
@@ -356,8 +373,22 @@ impl Runtime {
     }
 
     /// Runs a map-only job: map on every worker, no reduce; the output is
-    /// every emitted pair (sorted by key unless the job says not to).
+    /// every emitted pair (sorted by key unless the job says not to). An
+    /// input that changes while it is read fails the run as in
+    /// [`Runtime::run_with`].
     pub fn run_map_only<J: MapOnlyJob>(
+        &self,
+        job: &J,
+        input: &Input<'_>,
+        opts: &RunOptions,
+    ) -> Result<Output<J::Key, J::Value>> {
+        let out = self.map_only(job, input, opts);
+        input.check_unchanged()?;
+        out
+    }
+
+    /// [`Runtime::run_map_only`], before the input is checked.
+    fn map_only<J: MapOnlyJob>(
         &self,
         job: &J,
         input: &Input<'_>,
