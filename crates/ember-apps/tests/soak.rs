@@ -14,7 +14,7 @@ mod workloads;
 use std::time::Instant;
 
 use ember::Runtime;
-use workloads::{run_and_check, run_and_check_failure, Failure, Fixtures, Workload, PLANNED_PANIC};
+use workloads::{quiet_planned_panics, round, Fixtures};
 
 /// Rounds in CI, unless `EMBER_SOAK_ROUNDS` says otherwise.
 const DEFAULT_ROUNDS: usize = 200;
@@ -56,30 +56,6 @@ fn rounds() -> usize {
         Ok(n) => n.parse().expect("EMBER_SOAK_ROUNDS is a number of rounds"),
         Err(_) => DEFAULT_ROUNDS,
     }
-}
-
-/// Keeps the planned panics (of `map` and of a reader) off stderr; any
-/// other panic, a failed assertion included, is printed as usual.
-fn quiet_planned_panics() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let planned = info
-            .payload()
-            .downcast_ref::<String>()
-            .is_some_and(|m| m.starts_with(PLANNED_PANIC));
-        if !planned {
-            default(info);
-        }
-    }));
-}
-
-/// One round: every workload, each followed by a failing run.
-fn round(rt: &Runtime, f: &Fixtures) -> usize {
-    for (i, &w) in Workload::ALL.iter().enumerate() {
-        run_and_check(rt, f, w);
-        run_and_check_failure(rt, f, Failure::ALL[i % Failure::ALL.len()]);
-    }
-    2 * Workload::ALL.len()
 }
 
 #[test]

@@ -20,8 +20,8 @@ use ember_apps::string_match::{self, KeysSpec, Matches, Targets};
 use ember_apps::text::{self, TextSpec};
 use ember_apps::wordcount::{self, WordCount};
 
-/// The text of the planned panics: the soak test's panic hook keeps them
-/// quiet and prints every other panic.
+/// The text of the planned panics, which [`quiet_planned_panics`] keeps
+/// off stderr.
 pub const PLANNED_PANIC: &str = "planned panic";
 
 /// A workload and the way its input reaches the runtime.
@@ -381,4 +381,32 @@ pub fn run_and_check_failure(rt: &Runtime, f: &Fixtures, kind: Failure) {
         }
     };
     assert!(ok, "{kind:?}: unexpected error {err:?}");
+}
+
+/// Keeps the planned panics (of `map` and of a reader) off stderr; any
+/// other panic, a failed assertion included, is printed as usual.
+pub fn quiet_planned_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let planned = info
+            .payload()
+            .downcast_ref::<String>()
+            .is_some_and(|m| m.starts_with(PLANNED_PANIC));
+        if !planned {
+            default(info);
+        }
+    }));
+}
+
+/// Runs in a [`round`].
+pub const RUNS_PER_ROUND: usize = 2 * Workload::ALL.len();
+
+/// One round: every workload, each followed by a failing run (all kinds
+/// of [`Failure`] in turn). Returns the number of runs.
+pub fn round(rt: &Runtime, f: &Fixtures) -> usize {
+    for (i, &w) in Workload::ALL.iter().enumerate() {
+        run_and_check(rt, f, w);
+        run_and_check_failure(rt, f, Failure::ALL[i % Failure::ALL.len()]);
+    }
+    RUNS_PER_ROUND
 }
