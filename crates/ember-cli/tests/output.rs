@@ -1,6 +1,7 @@
 //! Output files appear whole or not at all: an interrupted run leaves the
 //! old file and no temporary one, and two runs writing the same file leave
-//! one complete file.
+//! one complete file. Several ember processes at once on the same input
+//! each write the exact result.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -100,6 +101,96 @@ fn runs_writing_the_same_file_leave_one_of_them_whole() {
     let mut want: Vec<String> = (1..=4).map(|s| format!("alone{s}.txt")).collect();
     want.push("shared.txt".into());
     assert_eq!(names(dir.path()), want);
+}
+
+/// Starts every command at once, then waits for all: each must succeed.
+fn run_at_once(commands: impl IntoIterator<Item = Command>) {
+    let children: Vec<Child> = commands
+        .into_iter()
+        .map(|mut c| c.stderr(Stdio::null()).spawn().unwrap())
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+}
+
+/// The file `ember gen WHAT AMOUNT --seed SEED` writes, in `dir`.
+fn generated(dir: &Path, what: &str, amount: [&str; 2], seed: u32) -> PathBuf {
+    let path = dir.join(format!("{what}{seed}.in"));
+    let status = ember()
+        .args(["gen", what])
+        .args(amount)
+        .args(["--seed", &seed.to_string(), "-o"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "ember gen {what}");
+    path
+}
+
+/// `ember wordcount INPUT -o OUT`.
+fn wordcount(input: &Path, out: &Path) -> Command {
+    let mut c = ember();
+    c.arg("wordcount").arg(input).arg("-o").arg(out);
+    c.stdout(Stdio::null());
+    c
+}
+
+/// What `ember wordcount -o` writes for `input`, from the sequential
+/// oracle: a `word\tcount` line per word, in word order.
+fn counted(input: &Path) -> Vec<u8> {
+    let data = std::fs::read(input).unwrap();
+    let mut tsv = Vec::new();
+    for (word, n) in ember_apps::wordcount::sequential(&[&data]) {
+        tsv.extend_from_slice(&word);
+        tsv.extend_from_slice(format!("\t{n}\n").as_bytes());
+    }
+    tsv
+}
+
+#[test]
+fn four_processes_on_the_same_input_each_write_the_exact_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = generated(dir.path(), "text", ["--size", "4MiB"], 1);
+    let records = generated(dir.path(), "sort", ["--records", "40000"], 2);
+    let (words, sorted) = (
+        counted(&text),
+        ember_apps::sort::sequential(&std::fs::read(&records).unwrap()).unwrap(),
+    );
+    let out = |what: &str, i: usize| dir.path().join(format!("{what}{i}.out"));
+    run_at_once((0..4).flat_map(|i| {
+        let mut sort = ember();
+        sort.arg("sort").arg(&records).arg("-o").arg(out("sort", i));
+        [wordcount(&text, &out("wc", i)), sort]
+    }));
+    for i in 0..4 {
+        assert!(
+            std::fs::read(out("wc", i)).unwrap() == words,
+            "wordcount {i}"
+        );
+        assert!(std::fs::read(out("sort", i)).unwrap() == sorted, "sort {i}");
+    }
+}
+
+#[test]
+fn two_processes_with_different_inputs_writing_the_same_output_leave_one_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = [1, 2].map(|seed| generated(dir.path(), "text", ["--size", "4MiB"], seed));
+    let results = inputs.clone().map(|p| counted(&p));
+    assert_ne!(results[0], results[1]);
+    let shared = dir.path().join("shared.tsv");
+    for attempt in 0..3 {
+        run_at_once(inputs.iter().map(|p| wordcount(p, &shared)));
+        let got = std::fs::read(&shared).unwrap();
+        assert!(
+            results.contains(&got),
+            "attempt {attempt}: a mix of runs, {} bytes",
+            got.len()
+        );
+        let want = ["shared.tsv", "text1.in", "text2.in"];
+        assert_eq!(names(dir.path()), want, "attempt {attempt}");
+    }
 }
 
 /// An output file gets the mode a plain `create` gives (0666 less the
