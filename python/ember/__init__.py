@@ -12,7 +12,8 @@ Inputs: a path, a list of paths, ``bytes``/``bytearray``/``memoryview``
 (read in place for ``bytes``; the others are copied once), or a binary file
 object (read whole). Options are keyword arguments named as the CLI's
 (``threads``, ``split_size``, ``container``, ``mode``, ``ingest``,
-``chunk_size``, ``chunk_buffers``, ``buffer_size``, ``max_buffered``).
+``chunk_size``, ``chunk_buffers``, ``buffer_size``, ``max_buffered``,
+``memory_limit``, ``spill_dir``).
 ``return_stats=True`` returns ``(result, stats)``, the stats a dict in the
 schema of ``ember --stats-json`` (docs/stats.md).
 

@@ -10,7 +10,7 @@ use pyo3::types::PyDict;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CallOptions {
     /// `split_size`, `container`, `chunk_size`, `chunk_buffers`, `mode`,
-    /// `buffer_size`, `max_buffered`.
+    /// `buffer_size`, `max_buffered`, `memory_limit`, `spill_dir`.
     pub(crate) run: RunOptions,
     /// `ingest`: auto, mmap or chunked.
     pub(crate) ingest: Ingest,
@@ -64,6 +64,8 @@ pub(crate) fn parse(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<CallOptions>
             "mode" => run.mode(named::<Mode>(&v)?),
             "chunk_size" => run.chunk_size(size(&name, &v)?),
             "chunk_buffers" => run.chunk_buffers(size(&name, &v)?),
+            "memory_limit" => run.memory_limit(v.extract::<u64>()?),
+            "spill_dir" => run.spill_dir(v.extract::<std::path::PathBuf>()?),
             "buffer_size" => {
                 pipeline = pipeline.buffer_bytes(Some(size(&name, &v)?));
                 run

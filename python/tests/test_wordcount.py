@@ -47,6 +47,15 @@ def test_several_files_and_options(data):
     assert two == {w: 2 * n for w, n in one.items()}
 
 
+def test_a_spilling_run_gives_the_same_counts(data, tmp_path):
+    counts, stats = ember.wordcount(data["text"], return_stats=True,
+                                    memory_limit=64 << 10, spill_dir=tmp_path)
+    assert stats["memory"]["spills"] > 0
+    assert stats["memory"]["limit_bytes"] == 64 << 10
+    assert counts == ember.wordcount(data["text"])
+    assert list(tmp_path.iterdir()) == [], "spill files left"
+
+
 def test_invalid_utf8_and_upper_case_are_words_of_letters():
     assert ember.wordcount(b"caf\xc3\xa9 \xff\xfeABC abc") == {"abc": 2, "caf": 1}
 
