@@ -127,16 +127,37 @@ proptest! {
     }
 }
 
-/// Word count that fails in the second half of the input (a malformed
-/// record, or a panic), noting whether the run had spilled by then.
-struct FailsLate<'a> {
-    panic: bool,
-    half: u64,
-    spill_dir: &'a Path,
-    spilled_before: &'a AtomicBool,
+/// How [`Count`] fails, in the second half of the input.
+#[derive(Clone, Copy)]
+enum Fail {
+    Never,
+    Malformed,
+    Panic,
 }
 
-impl Job for FailsLate<'_> {
+/// Word count, with or without a codec, that can fail in the second half
+/// of its input, noting whether the run had spilled by then.
+struct Count<'a> {
+    fail: Fail,
+    codec: bool,
+    half: u64,
+    spill_dir: Option<&'a Path>,
+    spilled_before: AtomicBool,
+}
+
+impl<'a> Count<'a> {
+    fn new(fail: Fail, codec: bool, data: &[u8], spill_dir: Option<&'a Path>) -> Self {
+        Count {
+            fail,
+            codec,
+            half: data.len() as u64 / 2,
+            spill_dir,
+            spilled_before: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Job for Count<'_> {
     type Key = Bytes;
     type Value = u64;
     type Combiner = Sum;
@@ -147,15 +168,15 @@ impl Job for FailsLate<'_> {
     }
 
     fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
-        if split.offset < self.half {
+        if split.offset < self.half || matches!(self.fail, Fail::Never) {
             return WordCount::new().map(split, emit);
         }
-        if !left_in(self.spill_dir).is_empty() {
+        if self.spill_dir.is_some_and(|d| !left_in(d).is_empty()) {
             self.spilled_before.store(true, Relaxed);
         }
-        match self.panic {
-            true => panic!("late failure"),
-            false => Err(split.malformed(split.data, "late failure")),
+        match self.fail {
+            Fail::Panic => panic!("late failure"),
+            _ => Err(split.malformed(split.data, "late failure")),
         }
     }
 
@@ -164,7 +185,7 @@ impl Job for FailsLate<'_> {
     }
 
     fn codec(&self) -> Option<Codec<Bytes, u64>> {
-        Some(Codec::new())
+        self.codec.then(Codec::new)
     }
 }
 
@@ -173,25 +194,19 @@ fn an_error_or_a_panic_removes_the_spill_files() {
     let data = corpus(2 << 20, 20_000, 11);
     let dir = tempfile::tempdir().unwrap();
     let rt = Runtime::builder().threads(2).build().unwrap();
-    for panic in [false, true] {
-        let spilled_before = AtomicBool::new(false);
-        let job = FailsLate {
-            panic,
-            half: data.len() as u64 / 2,
-            spill_dir: dir.path(),
-            spilled_before: &spilled_before,
-        };
+    for fail in [Fail::Malformed, Fail::Panic] {
+        let job = Count::new(fail, true, &data, Some(dir.path()));
         let opts = RunOptions::default()
             .memory_limit(64 << 10)
             .split_size(16 << 10)
             .spill_dir(dir.path().to_path_buf());
         let err = rt.run_with(&job, &Input::bytes(&data), &opts).unwrap_err();
-        match (panic, &err) {
-            (true, Error::Panicked { phase, .. }) => assert_eq!(*phase, Phase::Map),
-            (false, Error::Malformed { .. }) => {}
+        match (fail, &err) {
+            (Fail::Panic, Error::Panicked { phase, .. }) => assert_eq!(*phase, Phase::Map),
+            (Fail::Malformed, Error::Malformed { .. }) => {}
             _ => panic!("unexpected error: {err}"),
         }
-        assert!(spilled_before.load(Relaxed), "the run had not spilled");
+        assert!(job.spilled_before.load(Relaxed), "the run had not spilled");
         assert!(left_in(dir.path()).is_empty(), "spill files left");
     }
     // The runtime is still usable.
@@ -199,42 +214,22 @@ fn an_error_or_a_panic_removes_the_spill_files() {
     assert!(as_pairs(&out.pairs) == wordcount::sequential(&[&data]));
 }
 
-/// Word count without a codec: it cannot spill.
-struct NoCodec;
-
-impl Job for NoCodec {
-    type Key = Bytes;
-    type Value = u64;
-    type Combiner = Sum;
-    type Out = u64;
-
-    fn records(&self) -> Records {
-        WordCount::new().records()
-    }
-
-    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
-        WordCount::new().map(split, emit)
-    }
-
-    fn reduce(&self, _k: &Bytes, n: u64) -> u64 {
-        n
-    }
-}
-
 #[test]
 fn a_job_that_cannot_spill_fails_only_past_a_limit_the_caller_set() {
     let data = corpus(1 << 20, 20_000, 13);
     let rt = Runtime::builder().threads(2).build().unwrap();
+    // Word count without a codec: it cannot spill.
+    let no_codec = Count::new(Fail::Never, false, &data, None);
     let opts = RunOptions::default().memory_limit(64 << 10);
     let err = rt
-        .run_with(&NoCodec, &Input::bytes(&data), &opts)
+        .run_with(&no_codec, &Input::bytes(&data), &opts)
         .unwrap_err();
     assert!(
         matches!(err, Error::MemoryLimit { limit } if limit == 64 << 10),
         "{err}"
     );
     assert!(err.to_string().contains("cannot spill"), "{err}");
-    let out = rt.run(&NoCodec, &Input::bytes(&data)).unwrap();
+    let out = rt.run(&no_codec, &Input::bytes(&data)).unwrap();
     assert_eq!(out.stats.memory.spills, 0);
     assert!(!out.stats.memory.limit_explicit);
     assert!(as_pairs(&out.pairs) == wordcount::sequential(&[&data]));

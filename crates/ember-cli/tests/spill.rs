@@ -6,19 +6,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn ember() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ember"))
-}
-
-/// The names in `dir`.
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
+mod support;
+use support::{ember, names};
 
 /// A generated text of `size` in `dir`.
 fn corpus(dir: &Path, size: &str) -> std::path::PathBuf {
