@@ -1,6 +1,7 @@
 //! Spilling from the command line: the output equals the unlimited run's,
 //! the spill directory is removed after a success, a full disk and Ctrl-C,
-//! and a full disk is one line on stderr with no output file left.
+//! a full disk is one line on stderr with no output file left, and a limit
+//! bounds the process's peak memory.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -119,4 +120,59 @@ fn ctrl_c_removes_the_spill_directory() {
     assert_eq!(out.status.code(), Some(130));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "ember: interrupted\n");
     assert!(names(spill.path()).is_empty(), "spill files left");
+}
+
+/// Runs `ember ARGS` to the end; its peak resident memory in MiB.
+fn peak_rss_mib(args: &[std::ffi::OsString]) -> f64 {
+    let child = ember()
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is a valid value (integers and
+    // timevals).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, not yet waited for; both
+    // out-parameters live for the call.
+    let got = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(got, child.id() as i32);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    // Linux gives ru_maxrss in KiB.
+    usage.ru_maxrss as f64 / 1024.0
+}
+
+/// Word count of 256 MiB of text with a vocabulary of a million words,
+/// streamed: unlimited, its tables and 2 x 64 MiB chunk buffers take
+/// hundreds of MiB; under a 32 MiB limit the process stays within the
+/// limit plus a constant: what the ledger does not track, which is
+/// mostly the output (every distinct word and its count, then the
+/// sorted copy the merge makes), the binary and the threads' stacks.
+#[test]
+fn a_memory_limit_bounds_the_peak_memory() {
+    const LIMIT_MIB: f64 = 32.0;
+    const UNTRACKED_MIB: f64 = 96.0;
+    let dir = tempfile::tempdir().unwrap();
+    let text = corpus(dir.path(), "256MiB");
+    let out = dir.path().join("counts.tsv");
+    let run = |limit: Option<&str>| {
+        let mut args: Vec<std::ffi::OsString> = ["wordcount", "-t", "2", "--ingest", "chunked"]
+            .iter()
+            .map(|a| a.into())
+            .collect();
+        args.extend([text.clone().into(), "-o".into(), out.clone().into()]);
+        if let Some(limit) = limit {
+            args.extend(["--memory-limit".into(), limit.into()]);
+        }
+        peak_rss_mib(&args)
+    };
+    let unlimited = run(None);
+    let limited = run(Some("32MiB"));
+    eprintln!("peak RSS: unlimited {unlimited:.1} MiB, limited {limited:.1} MiB");
+    assert!(unlimited > 250.0, "unlimited: {unlimited:.1} MiB");
+    assert!(
+        limited < LIMIT_MIB + UNTRACKED_MIB,
+        "limited to {LIMIT_MIB} MiB: {limited:.1} MiB (unlimited {unlimited:.1} MiB)"
+    );
 }
