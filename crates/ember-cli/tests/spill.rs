@@ -123,6 +123,10 @@ fn ctrl_c_removes_the_spill_directory() {
 }
 
 /// Runs `ember ARGS` to the end; its peak resident memory in MiB.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which also reports its usage"
+)]
 fn peak_rss_mib(args: &[std::ffi::OsString]) -> f64 {
     let child = ember()
         .args(args)
