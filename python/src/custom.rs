@@ -230,7 +230,7 @@ fn run<'py, F: Fold>(
         Ok((out.pairs, out.stats))
     };
     let (as_str, as_bytes) = (&job.str_keys, &job.bytes_keys);
-    call(py, run, |py, pairs| {
+    call(py, o, run, |py, pairs| {
         let as_str = as_str.load(Ordering::Relaxed);
         if as_str && as_bytes.load(Ordering::Relaxed) {
             return Err(PyTypeError::new_err(

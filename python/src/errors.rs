@@ -94,7 +94,7 @@ impl ember::Job for Panics {
 /// and raises `EmberError`.
 #[pyo3::pyfunction]
 pub(crate) fn _panic_for_tests(py: pyo3::Python<'_>, on_worker: bool) -> pyo3::PyResult<()> {
-    crate::call::detached(py, || {
+    crate::call::detached(py, None, || {
         if !on_worker {
             panic!("a test panic on the calling thread");
         }

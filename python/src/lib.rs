@@ -43,7 +43,7 @@ impl PyRuntime {
     #[new]
     #[pyo3(signature = (threads=None))]
     fn new(py: Python<'_>, threads: Option<usize>) -> PyResult<Self> {
-        let rt = detached(py, || {
+        let rt = detached(py, None, || {
             let b = ember::Runtime::builder();
             let b = match threads {
                 Some(t) => b.threads(t),
@@ -191,7 +191,7 @@ impl PyRuntime {
 /// in document-id order.
 #[pyfunction]
 fn document_paths(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
-    detached(py, || workloads::documents(&paths))
+    detached(py, None, || workloads::documents(&paths))
 }
 
 /// The native module.

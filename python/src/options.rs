@@ -1,7 +1,7 @@
 //! Per-call options: keyword arguments named as the CLI's options.
 
 use ember::tune::{Ingest, Mode, PipelineOptions};
-use ember::{ContainerKind, RunOptions};
+use ember::{ContainerKind, Progress, RunOptions};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -14,6 +14,17 @@ pub(crate) struct CallOptions {
     pub(crate) run: RunOptions,
     /// `ingest`: auto, mmap or chunked.
     pub(crate) ingest: Ingest,
+    /// The run's progress handle (also in `run`), through which Ctrl-C
+    /// cancels it.
+    pub(crate) progress: Progress,
+}
+
+impl CallOptions {
+    /// These options with their progress handle in the run's options.
+    fn watched(mut self) -> Self {
+        self.run = self.run.progress(self.progress.clone());
+        self
+    }
 }
 
 /// Parses `ingest` as `ember --ingest` does.
@@ -50,7 +61,7 @@ pub(crate) fn parse(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<CallOptions>
     let mut o = CallOptions::default();
     let mut pipeline = PipelineOptions::default();
     let Some(kwargs) = kwargs else {
-        return Ok(o);
+        return Ok(o.watched());
     };
     for (k, v) in kwargs.iter() {
         if v.is_none() {
@@ -86,5 +97,5 @@ pub(crate) fn parse(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<CallOptions>
         };
     }
     o.run = o.run.pipeline(pipeline);
-    Ok(o)
+    Ok(o.watched())
 }

@@ -63,6 +63,7 @@ pub(crate) fn wordcount<'py>(
     };
     call(
         py,
+        o,
         || {
             let out = rt.run_with(&job, &src.open(o.ingest)?, &opts)?;
             Ok((out.pairs, out.stats))
@@ -93,6 +94,7 @@ pub(crate) fn inverted_index<'py>(
     let docs = if lines { Docs::Lines } else { Docs::Files };
     call(
         py,
+        o,
         || {
             let input = match src {
                 Src::Paths(p) => Input::open(documents(p)?, Ingest::Mmap)?,
@@ -115,6 +117,7 @@ pub(crate) fn histogram<'py>(
 ) -> Pair<'py> {
     call(
         py,
+        o,
         || {
             let input = src.single()?;
             histogram::run(rt, input.part_bytes(0), &o.run).with_context(|| src.name())
@@ -136,6 +139,7 @@ pub(crate) fn linear_regression<'py>(
 ) -> Pair<'py> {
     call(
         py,
+        o,
         || {
             let input = src.open(o.ingest)?;
             linear_regression::run_input(rt, &input, &o.run).with_context(|| src.name())
@@ -166,6 +170,7 @@ pub(crate) fn sort<'py>(
 ) -> Pair<'py> {
     call(
         py,
+        o,
         || {
             let input = src.single()?;
             let data = input.part_bytes(0);
@@ -208,6 +213,7 @@ pub(crate) fn string_match<'py>(
 ) -> Pair<'py> {
     call(
         py,
+        o,
         || {
             let targets = Targets::new(&words)?;
             let input = src.open(o.ingest)?;
@@ -260,6 +266,7 @@ pub(crate) fn kmeans<'py>(
     let m = matrix(&points)?;
     call(
         py,
+        o,
         || Ok(kmeans::run(rt, &m, params, &o.run, |_, _| {})?),
         |py, c| {
             let d = PyDict::new(py);
@@ -284,6 +291,7 @@ pub(crate) fn pca<'py>(
     let m = matrix(&a)?;
     call(
         py,
+        o,
         || Ok(pca::run(rt, &m, &o.run)?),
         |py, p| {
             let n = p.rows();
@@ -306,6 +314,7 @@ pub(crate) fn matrix_multiply<'py>(
     let (ma, mb) = (matrix(&a)?, matrix(&b)?);
     call(
         py,
+        o,
         || Ok(matrix_multiply::run(rt, &ma, &mb, &o.run)?),
         |py, c| array2(py, c.rows, c.cols, c.values()),
     )

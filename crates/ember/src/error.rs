@@ -101,6 +101,10 @@ pub enum Error {
     /// A setting out of range.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The caller cancelled the run
+    /// ([`Progress::cancel`](crate::Progress::cancel)).
+    #[error("the run was cancelled")]
+    Cancelled,
     /// Spilling intermediate data to disk failed (a full disk, a spill
     /// directory that cannot be written).
     #[error("cannot spill to '{}': {source}", path.display())]

@@ -3,16 +3,17 @@
 //! [`Trace`](crate::trace::Trace), both optional, carried through the
 //! phases together as a [`Watch`].
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::Phase;
 use crate::trace::{Args, SpanKind, Trace, Track};
 
-/// Counts the input bytes a run has mapped and says which phase it is in.
-/// Clone it into [`RunOptions::progress`](crate::RunOptions::progress) and
-/// read it from any thread while the run goes on.
+/// Counts the input bytes a run has mapped and says which phase it is in;
+/// and stops the run when asked ([`Progress::cancel`]). Clone it into
+/// [`RunOptions::progress`](crate::RunOptions::progress) and use it from
+/// any thread while the run goes on.
 ///
 /// Each split's bytes are added once the split is mapped. After a run's map
 /// phase the count has grown by the input's size: sampled splits count
@@ -30,6 +31,9 @@ struct Counters {
     runs: AtomicU64,
     /// 0 before any phase, else 1 + the index in [`PHASES`].
     phase: AtomicU8,
+    /// Set by `cancel`, read by the workers before each split: relaxed, a
+    /// request that orders nothing (the run's error travels the usual way).
+    cancelled: AtomicBool,
 }
 
 /// The phases a run reports, in the order a run enters them.
@@ -69,6 +73,20 @@ impl Progress {
         i.checked_sub(1).map(|i| PHASES[i])
     }
 
+    /// Asks every run using this handle to stop: each one stops mapping at
+    /// its next split and returns
+    /// [`Error::Cancelled`](crate::Error::Cancelled) (a run past its map
+    /// phase finishes). The runtime stays usable; a later run with this
+    /// handle is cancelled at once, so give it a new one.
+    pub fn cancel(&self) {
+        self.counters.cancelled.store(true, Relaxed);
+    }
+
+    /// Whether [`cancel`](Progress::cancel) was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.counters.cancelled.load(Relaxed)
+    }
+
     fn set_phase(&self, p: Phase) {
         let i = PHASES.iter().position(|&q| q == p).unwrap_or(0);
         self.counters.phase.store(i as u8 + 1, Relaxed);
@@ -94,6 +112,12 @@ impl<'r> Watch<'r> {
             p.counters.runs.fetch_add(1, Relaxed);
             p.counters.total.fetch_add(bytes.unwrap_or(0), Relaxed);
         }
+    }
+
+    /// Whether the caller asked the run to stop.
+    #[inline]
+    pub(crate) fn cancelled(&self) -> bool {
+        self.progress.is_some_and(Progress::is_cancelled)
     }
 
     /// Counts `bytes` of input as mapped.

@@ -27,19 +27,24 @@ use crate::trace::{Args, SpanKind, Track};
 use crate::unwind::Failure;
 
 /// Runs `task(i)` for split indices `0..n` drawn from `next` until none is
-/// left or the run has failed; an error or a panic in `task` is recorded in
-/// `failure` and stops this worker. Returns how many tasks it ran.
+/// left, the run has failed or the caller cancelled it (seen through
+/// `watch`, before each split); an error or a panic in `task` is recorded
+/// in `failure` and stops this worker. Returns how many tasks it ran.
 ///
 /// `next` is relaxed: it only has to give each index to one worker, and the
 /// end of the phase (the pool's join) orders the workers' results.
 pub(crate) fn pull(
     next: &AtomicUsize,
     n: usize,
-    failure: &Failure,
+    (failure, watch): (&Failure, Watch<'_>),
     mut task: impl FnMut(usize) -> Result<()>,
 ) -> u64 {
     let mut done = 0;
     while !failure.is_set() {
+        if watch.cancelled() {
+            failure.record(Error::Cancelled);
+            break;
+        }
         let i = next.fetch_add(1, Relaxed);
         if i >= n || !failure.run(Phase::Map, || task(i)) {
             break;
@@ -67,7 +72,7 @@ pub(crate) fn map_splits<'s, W: Send>(
     let failure = Failure::new();
     let workers = pool.broadcast(|w| {
         let mut state = new_worker(w);
-        let tasks = pull(&next, n, &failure, |i| {
+        let tasks = pull(&next, n, (&failure, watch), |i| {
             let split = split_at(i);
             let (at, bytes) = ((split.part, split.offset), split.data.len());
             let start = watch.clock();
