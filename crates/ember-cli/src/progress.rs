@@ -102,7 +102,11 @@ enum Look {
 /// Draws the counter's state on `bar`, switching its look when needed.
 fn update(bar: &ProgressBar, counter: &Progress, jobs: &str, look: &mut Option<Look>) {
     let (runs, total) = (counter.runs(), counter.total());
-    let phase = counter.phase().map_or("start", |p| p.name());
+    let phase = match (counter.phase(), counter.spills()) {
+        (None, _) => "start".to_string(),
+        (Some(p), 0) => p.name().to_string(),
+        (Some(p), n) => format!("{}, {n} spills", p.name()),
+    };
     let want = match runs <= 1 && total > 0 {
         true => Look::Bar,
         false => Look::Count,

@@ -31,6 +31,7 @@ struct Counters {
     runs: AtomicU64,
     /// 0 before any phase, else 1 + the index in [`PHASES`].
     phase: AtomicU8,
+    spills: AtomicU64,
     /// Set by `cancel`, read by the workers before each split: relaxed, a
     /// request that orders nothing (the run's error travels the usual way).
     cancelled: AtomicBool,
@@ -71,6 +72,12 @@ impl Progress {
     pub fn phase(&self) -> Option<Phase> {
         let i = self.counters.phase.load(Relaxed) as usize;
         i.checked_sub(1).map(|i| PHASES[i])
+    }
+
+    /// Times a worker of a run using this handle spilled its container to
+    /// disk (a run over its memory budget).
+    pub fn spills(&self) -> u64 {
+        self.counters.spills.load(Relaxed)
     }
 
     /// Asks every run using this handle to stop: each one stops mapping at
@@ -118,6 +125,13 @@ impl<'r> Watch<'r> {
     #[inline]
     pub(crate) fn cancelled(&self) -> bool {
         self.progress.is_some_and(Progress::is_cancelled)
+    }
+
+    /// Counts a spill.
+    pub(crate) fn spilled(&self) {
+        if let Some(p) = self.progress {
+            p.counters.spills.fetch_add(1, Relaxed);
+        }
     }
 
     /// Counts `bytes` of input as mapped.

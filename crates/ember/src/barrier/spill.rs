@@ -133,6 +133,7 @@ impl<C> Worker<C> {
         };
         s.watch
             .span(Track::Worker(self.index), SpanKind::Spill, start, args);
+        s.watch.spilled();
         s.ledger.hold(self.index, self.held::<J>() as u64);
         Ok(())
     }
