@@ -110,22 +110,29 @@ impl Bmp {
                 "invalid BMP: pixel data offset {offset} is inside the {header_end} bytes of headers"
             )));
         }
-        let bmp = Bmp {
-            width: width as u32,
-            height: height.unsigned_abs(),
-            top_down: height < 0,
-            offset,
-            stride: (width as usize * 3).div_ceil(4) * 4,
-        };
-        let need = bmp.offset as u64 + bmp.pixels_len() as u64;
-        if need > file.len() as u64 {
+        // The claimed size, in checked u64 arithmetic (the header's fields
+        // are untrusted), is held against the file's real length before
+        // anything is sized by it.
+        let (w, h) = (u64::from(width as u32), u64::from(height.unsigned_abs()));
+        let stride = (w * 3).div_ceil(4) * 4;
+        let need = (h - 1)
+            .checked_mul(stride)
+            .and_then(|n| n.checked_add(w * 3))
+            .and_then(|n| n.checked_add(offset as u64));
+        if need.is_none_or(|need| need > file.len() as u64) {
+            let need = need.map_or_else(|| "more than 2^64".into(), |n| n.to_string());
             return Err(invalid(format!(
-                "truncated BMP: {} x {} pixels at offset {offset} need {need} bytes, the file has {}",
-                bmp.width,
-                bmp.height,
+                "truncated BMP: {w} x {h} pixels at offset {offset} need {need} bytes, the file has {}",
                 file.len()
             )));
         }
+        let bmp = Bmp {
+            width: w as u32,
+            height: h as u32,
+            top_down: height < 0,
+            offset,
+            stride: stride as usize,
+        };
         Ok(bmp)
     }
 

@@ -52,6 +52,16 @@ impl<'a> Matrix<'a> {
                 "the header says {rows} x 0: a matrix needs at least 1 column"
             ));
         }
+        // A row's bytes must be a size even when there are no rows: every
+        // reader of the matrix cuts its data into rows of `4 * cols` bytes.
+        if cols
+            .checked_mul(4)
+            .is_none_or(|row| row > isize::MAX as u64)
+        {
+            return bad(format!(
+                "the header says {rows} x {cols}: a row of {cols} columns is too large to be a file"
+            ));
+        }
         let data = &bytes[HEADER_BYTES..];
         let expected = rows
             .checked_mul(cols)

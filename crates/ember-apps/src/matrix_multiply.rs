@@ -337,7 +337,8 @@ pub fn sequential(a: &Matrix<'_>, b: &Matrix<'_>) -> Result<Product> {
             .map(|rows| pack(rows, b.cols))
             .collect(),
     };
-    let mut rows = Vec::with_capacity(128 * a.cols);
+    // At most the values A holds (a 0-row A may claim any width B allows).
+    let mut rows = Vec::with_capacity(a.cols.saturating_mul(128).min(a.data.len() / 4));
     let blocks = a
         .data
         .chunks(128 * a.row_bytes())
