@@ -265,4 +265,33 @@ mod tests {
             "{screen}"
         );
     }
+
+    #[test]
+    fn a_spilling_run_shows_its_spills() {
+        let text = ember_apps::text::text(&ember_apps::text::TextSpec {
+            size: 1 << 20,
+            vocab: 20_000,
+            zipf: 1.0,
+            seed: 1,
+        });
+        let counter = Progress::new();
+        let opts = RunOptions::default()
+            .progress(counter.clone())
+            .memory_limit(64 << 10);
+        let rt = Runtime::builder().threads(2).build().unwrap();
+        let out = rt.run_with(&WordCount::new(), &Input::bytes(&text), &opts);
+        let spills = out.unwrap().stats.memory.spills;
+        assert!(spills > 0 && counter.spills() == spills);
+        let screen = Screen::default();
+        let term = screen.clone();
+        let bar =
+            ProgressBar::with_draw_target(None, ProgressDrawTarget::term_like(Box::new(term)));
+        update(&bar, &counter, "job", &mut None);
+        bar.tick();
+        let drawn = screen.0.lock().unwrap().clone();
+        assert!(
+            drawn.contains(&format!("merge, {spills} spills")),
+            "{drawn}"
+        );
+    }
 }
