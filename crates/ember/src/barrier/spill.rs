@@ -34,13 +34,13 @@ pub(crate) struct Memory {
 
 /// What every map worker of a run shares for its budget checks.
 pub(crate) struct Spiller<'r, J: Job> {
-    pub(crate) share: usize,
-    pub(crate) budget: Budget,
-    pub(crate) ledger: Ledger,
-    pub(crate) dir: SpillDir,
-    pub(crate) codec: Option<Codec<J::Key, StateOf<J>>>,
-    pub(crate) combiner: &'r J::Combiner,
-    pub(crate) watch: Watch<'r>,
+    share: usize,
+    budget: Budget,
+    ledger: Ledger,
+    dir: SpillDir,
+    codec: Option<Codec<J::Key, StateOf<J>>>,
+    combiner: &'r J::Combiner,
+    watch: Watch<'r>,
 }
 
 impl<'r, J: Job> Spiller<'r, J> {
@@ -73,6 +73,7 @@ pub(crate) struct Worker<C> {
 }
 
 impl<C> Worker<C> {
+    /// Worker `index`, mapping into `container`.
     pub(crate) fn new(index: usize, container: Counting<C>) -> Self {
         Worker {
             index,
@@ -82,9 +83,7 @@ impl<C> Worker<C> {
             spill_secs: 0.0,
         }
     }
-}
 
-impl<C> Worker<C> {
     /// The bytes the container holds, as tracked: its own arrays, and the
     /// values a non-folding combiner keeps.
     fn held<J: Job>(&self) -> usize
