@@ -62,7 +62,7 @@ pub(crate) struct GenArgs {
     #[arg(long, default_value_t = 3)]
     dims: u64,
     #[command(flatten)]
-    matrix: numeric::GenArgs,
+    matrix: numeric::MatrixGenArgs,
 }
 
 /// The WORKLOADS.md points (uniform in 0..max) as a matrix spec.

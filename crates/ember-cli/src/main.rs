@@ -102,3 +102,16 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap's own checks of every command and subcommand (unique argument
+    /// and group names, ...), which a release build skips and a debug
+    /// build runs only for the subcommand it parses.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -37,7 +37,7 @@ pub(crate) struct GenArgs {
     #[arg(long)]
     cols: Option<u64>,
     #[command(flatten)]
-    matrix: numeric::GenArgs,
+    matrix: numeric::MatrixGenArgs,
 }
 
 /// A factor (values uniform in 0..max) as a matrix spec.

@@ -14,7 +14,7 @@ use crate::genfile;
 /// The arguments of `ember gen kmeans`, `pca` and `matmul` besides the
 /// shape: the values, the seed and the output file.
 #[derive(ClapArgs)]
-pub(crate) struct GenArgs {
+pub(crate) struct MatrixGenArgs {
     /// Values are drawn uniformly from 0..max.
     #[arg(long, default_value_t = 1000)]
     max: i32,
@@ -26,7 +26,7 @@ pub(crate) struct GenArgs {
     out: PathBuf,
 }
 
-impl GenArgs {
+impl MatrixGenArgs {
     /// Writes the matrix `spec(max, seed)` describes to the output file.
     pub(crate) fn generate(&self, spec: impl FnOnce(i32, u64) -> Result<MatrixSpec>) -> Result<()> {
         let spec = spec(self.max, self.seed)?;

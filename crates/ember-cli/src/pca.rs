@@ -35,7 +35,7 @@ pub(crate) struct GenArgs {
     #[arg(long, default_value_t = 2500)]
     cols: u64,
     #[command(flatten)]
-    matrix: numeric::GenArgs,
+    matrix: numeric::MatrixGenArgs,
 }
 
 /// The PCA input matrix (values uniform in 0..max) as a matrix spec.
