@@ -19,6 +19,8 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// The budget never goes below this many bytes per worker, however small the
 /// limit: a container smaller than that spills after every split.
@@ -64,10 +66,22 @@ impl Budget {
 /// `memory.limit_in_bytes`). The quarter left is the margin for what the
 /// ledger does not track: the output, long keys, the allocator's slack.
 /// Without `/proc` (not Linux), 4 GiB.
+///
+/// Read from the system at most once a second per process: a job run many
+/// times in a row (k-means, one run per iteration) does not read three
+/// files per run.
 pub fn default_limit() -> u64 {
-    let available = meminfo_available().unwrap_or(4 << 30);
-    let limit = cgroup_limit().map_or(available, |c| c.min(available));
-    limit / 4 * 3
+    static LAST: Mutex<Option<(Instant, u64)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+    match *last {
+        Some((at, limit)) if at.elapsed() < Duration::from_secs(1) => limit,
+        _ => {
+            let available = meminfo_available().unwrap_or(4 << 30);
+            let limit = cgroup_limit().map_or(available, |c| c.min(available)) / 4 * 3;
+            *last = Some((Instant::now(), limit));
+            limit
+        }
+    }
 }
 
 /// `MemAvailable` from `/proc/meminfo`, in bytes.
