@@ -101,12 +101,47 @@ impl<'a> Input<'a> {
     /// while earlier chunks are mapped. A run takes the reader: running the
     /// same input twice is an error.
     pub fn reader(name: impl Into<PathBuf>, reader: impl Read + Send + 'static) -> Input<'static> {
-        Input {
-            parts: vec![Part {
-                name: name.into(),
-                data: Data::Streamed(Mutex::new(Some(Box::new(reader))), None),
-            }],
-        }
+        Input::readers([(name, reader, None)])
+    }
+
+    /// Input from several readers, one part each, in order (the files of
+    /// a remote file system, say: one reader per file), read in chunks
+    /// while earlier chunks are mapped, as [`reader`](Input::reader)
+    /// reads one. Each comes with its name and, if known, its length in
+    /// bytes: progress then knows the total, and a part that ends at
+    /// another length fails the run with [`Error::InputChanged`]. A record
+    /// never spans two parts, and `Split::part` says which one a split
+    /// comes from. A run takes the readers: running the same input twice
+    /// is an error. Readers of different types can be boxed
+    /// (`Box<dyn Read + Send>`).
+    ///
+    /// ```
+    /// use std::io::Cursor;
+    /// use ember::Input;
+    ///
+    /// let input = Input::readers([
+    ///     ("a.txt", Cursor::new(b"one two\n".to_vec()), Some(8)),
+    ///     ("b.txt", Cursor::new(b"three\n".to_vec()), None),
+    /// ]);
+    /// assert_eq!(input.parts(), 2);
+    /// assert!(input.is_streamed());
+    /// ```
+    pub fn readers<N, R>(readers: impl IntoIterator<Item = (N, R, Option<u64>)>) -> Input<'static>
+    where
+        N: Into<PathBuf>,
+        R: Read + Send + 'static,
+    {
+        let parts = readers
+            .into_iter()
+            .map(|(name, reader, len)| {
+                let reader: Stream = Box::new(reader);
+                Part {
+                    name: name.into(),
+                    data: Data::Streamed(Mutex::new(Some(reader)), len),
+                }
+            })
+            .collect();
+        Input { parts }
     }
 
     /// Input from files, read as `how` says. Every file is opened (and
@@ -133,19 +168,15 @@ impl<'a> Input<'a> {
         if !stream {
             return Input::files(&paths);
         }
-        let parts = paths
+        let files = paths
             .iter()
             .map(|p| {
                 let file = open_file(p)?;
                 let len = file.metadata().map_err(|e| Error::io(p, e))?.len();
-                let reader: Stream = Box::new(file);
-                Ok(Part {
-                    name: p.clone(),
-                    data: Data::Streamed(Mutex::new(Some(reader)), Some(len)),
-                })
+                Ok((p.clone(), file, Some(len)))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Input { parts })
+        Ok(Input::readers(files))
     }
 
     /// True when some part is a memory-mapped file.
