@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use ember::tune::Ingest;
 use ember::{Runtime, Stats};
 
+use crate::hdfs;
 use crate::output;
 use crate::progress::progress_while;
 
@@ -26,7 +28,7 @@ pub(crate) struct RunArgs {
     /// How to read input files: auto (mmap if they fit comfortably in
     /// memory, else chunked), mmap, or chunked (plain reads, bounded memory).
     #[arg(long, default_value = "auto", value_parser = parse_ingest)]
-    pub(crate) ingest: ember::tune::Ingest,
+    pub(crate) ingest: Ingest,
     /// Bytes per ingest chunk for chunked reading (and standard input).
     /// Default: 64MiB, or less under --memory-limit (the buffers then take
     /// at most a quarter of the limit).
@@ -108,14 +110,9 @@ impl RunArgs {
         progress_while(self.options(), "job", f)
     }
 
-    /// Opens input files as `--ingest` says; `-` alone is standard input
-    /// (always chunked).
+    /// Opens input files as `--ingest` says: see [`open_input`].
     pub(crate) fn open(&self, files: &[PathBuf]) -> Result<ember::Input<'static>> {
-        need_files(files)?;
-        if files.len() == 1 && files[0] == Path::new("-") {
-            return Ok(ember::Input::reader("<stdin>", std::io::stdin()));
-        }
-        Ok(ember::Input::open(files, self.ingest)?)
+        open_input(files, self.ingest)
     }
 
     /// Ends a command's summary on `out` with a line of the input size and
@@ -143,6 +140,20 @@ impl RunArgs {
             Ok(self.recorder.write_chrome(w)?)
         })
     }
+}
+
+/// Opens input files as `ingest` says; `-` alone is standard input
+/// (always chunked). With an `hdfs://` URL among them, every file is
+/// streamed, in order: see [`crate::hdfs`].
+pub(crate) fn open_input(files: &[PathBuf], ingest: Ingest) -> Result<ember::Input<'static>> {
+    need_files(files)?;
+    if files.len() == 1 && files[0] == Path::new("-") {
+        return Ok(ember::Input::reader("<stdin>", std::io::stdin()));
+    }
+    if files.iter().any(|f| hdfs::is_url(f)) {
+        return hdfs::open(files);
+    }
+    Ok(ember::Input::open(files, ingest)?)
 }
 
 /// Parses `--ingest`.

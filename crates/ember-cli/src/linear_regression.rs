@@ -6,16 +6,17 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use ember::tune::Ingest;
-use ember::Input;
 use ember_apps::linear_regression::{self, PointsSpec, Sums, SUM_NAMES};
 
-use crate::common::{parse_size, RunArgs};
+use crate::common::{open_input, parse_size, RunArgs};
 use crate::genfile;
 
 /// `ember linear-regression`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
-    /// Points: pairs of signed bytes (x, y).
+    /// Points: pairs of signed bytes (x, y). An hdfs://HOST:PORT/PATH URL
+    /// reads a file, or every file under a folder, from HDFS (with the
+    /// `hdfs` build feature).
     file: PathBuf,
     #[command(flatten)]
     run: RunArgs,
@@ -62,7 +63,7 @@ pub(crate) fn sums(
     ingest: Ingest,
     opts: &ember::RunOptions,
 ) -> Result<(Sums, ember::Stats)> {
-    let input = Input::open([file], ingest)?;
+    let input = open_input(&[file.to_path_buf()], ingest)?;
     linear_regression::run_input(rt, &input, opts).with_context(|| format!("'{}'", file.display()))
 }
 

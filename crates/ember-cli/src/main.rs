@@ -10,6 +10,7 @@ mod bench;
 mod common;
 mod gen;
 mod genfile;
+mod hdfs;
 mod histogram;
 mod inverted_index;
 mod kmeans;

@@ -6,16 +6,17 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use ember::tune::Ingest;
-use ember::Input;
 use ember_apps::string_match::{self, KeysSpec, Matches, Targets, DEFAULT_TARGETS};
 
-use crate::common::{parse_size, RunArgs};
+use crate::common::{open_input, parse_size, RunArgs};
 use crate::genfile;
 
 /// `ember string-match`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
-    /// The keys file: one word per line.
+    /// The keys file: one word per line. An hdfs://HOST:PORT/PATH URL
+    /// reads a file, or every file under a folder, from HDFS (with the
+    /// `hdfs` build feature).
     file: PathBuf,
     /// Target words (default: the words `ember gen strmatch` plants).
     words: Vec<String>,
@@ -81,7 +82,7 @@ pub(crate) fn search(
     targets: &Targets,
     opts: &ember::RunOptions,
 ) -> Result<(Matches, ember::Stats)> {
-    let input = Input::open([file], ingest)?;
+    let input = open_input(&[file.to_path_buf()], ingest)?;
     string_match::run_input(rt, &input, targets, opts)
         .with_context(|| format!("'{}'", file.display()))
 }
