@@ -5,6 +5,7 @@
 
 use std::net::TcpListener;
 use std::process::Output;
+#[cfg(feature = "hdfs")]
 use std::time::{Duration, Instant};
 
 mod support;

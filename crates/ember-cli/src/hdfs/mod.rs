@@ -6,26 +6,18 @@
 //! or each file under a URL's folder, and local files given beside them)
 //! becomes one part of an [`ember::Input::readers`] input, read in chunks
 //! while earlier chunks are mapped. Within a file, the reader fetches the
-//! next range of [`READ_AHEAD`] bytes while the current one is consumed.
+//! next range of 8 MiB while the current one is consumed (`reader`).
 //! Everything that asks the namenode (finding, listing and opening the
-//! files) happens before the run and is bounded by [`NAMENODE_TIMEOUT`].
+//! files) happens before the run, 15 s at most per request (`namenode`).
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 #[cfg(feature = "hdfs")]
 mod namenode;
 #[cfg(feature = "hdfs")]
 mod reader;
-
-/// How long one request to the namenode (a file's status, a folder's
-/// listing, a file's block locations) may take, connecting included.
-pub(crate) const NAMENODE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// Bytes of one read request to the datanodes; the reader keeps one such
-/// request in flight ahead of what it has handed out.
-pub(crate) const READ_AHEAD: usize = 8 << 20;
 
 /// True when a command-line input names HDFS (`hdfs:...`): it is then
 /// parsed as a URL, and a malformed one is an error, not a local path.
@@ -74,11 +66,6 @@ impl Url {
             path: path.to_string(),
         })
     }
-
-    /// The URL of `path` on the same file system.
-    pub(crate) fn with_path(&self, path: &str) -> PathBuf {
-        PathBuf::from(format!("hdfs://{}{path}", self.authority))
-    }
 }
 
 /// Checks `HOST`, `HOST:PORT` or `[IPV6]:PORT` (or nothing at all).
@@ -123,19 +110,11 @@ pub(crate) fn open(args: &[PathBuf]) -> Result<ember::Input<'static>> {
 pub(crate) fn open(args: &[PathBuf]) -> Result<ember::Input<'static>> {
     let url = args.iter().find(|a| is_url(a)).unwrap_or(&args[0]);
     Url::parse(&url.to_string_lossy())?;
-    bail!(
+    anyhow::bail!(
         "cannot read '{}': this ember was built without HDFS support \
          (build it with `cargo build --release --features hdfs`)",
         url.display()
     )
-}
-
-/// Fails on an argument that names HDFS but is not valid UTF-8.
-pub(crate) fn utf8(arg: &Path) -> Result<&str> {
-    match arg.to_str() {
-        Some(s) => Ok(s),
-        None => bail!("malformed HDFS URL '{}': not UTF-8", arg.display()),
-    }
 }
 
 #[cfg(test)]
@@ -164,10 +143,6 @@ mod tests {
         assert_eq!(ok("hdfs://mycluster/data"), url("mycluster", "/data"));
         assert_eq!(ok("hdfs:///data/x"), url("", "/data/x"));
         assert_eq!(ok("hdfs://[::1]:9000/x"), url("[::1]:9000", "/x"));
-        assert_eq!(
-            ok("hdfs://h:1/x").with_path("/x/y"),
-            PathBuf::from("hdfs://h:1/x/y")
-        );
     }
 
     #[test]

@@ -6,13 +6,18 @@ use std::future::Future;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use hdfs_native::client::FileStatus;
 use hdfs_native::{Client, ClientBuilder, HdfsError};
 
 use super::reader::{Io, RangeReader};
-use super::{is_url, utf8, Url, NAMENODE_TIMEOUT};
+use super::{is_url, Url};
+
+/// How long one request to the namenode (a file's status, a folder's
+/// listing, a file's block locations) may take, connecting included.
+const NAMENODE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A part of the input: its name, its reader and its length.
 type Part = (PathBuf, Box<dyn Read + Send>, Option<u64>);
@@ -43,13 +48,21 @@ pub(super) fn open(args: &[PathBuf]) -> Result<ember::Input<'static>> {
             url: &url,
         };
         for (path, len) in node.files(arg)? {
-            let name = url.with_path(&path);
+            let name = PathBuf::from(format!("hdfs://{}{path}", url.authority));
             let file = node.ask(&name, client.read(&path))?;
             let reader = RangeReader::new(file, Arc::clone(&io));
             parts.push((name, Box::new(reader), Some(len)));
         }
     }
     Ok(ember::Input::readers(parts))
+}
+
+/// Fails on an argument that names HDFS but is not valid UTF-8.
+fn utf8(arg: &Path) -> Result<&str> {
+    match arg.to_str() {
+        Some(s) => Ok(s),
+        None => bail!("malformed HDFS URL '{}': not UTF-8", arg.display()),
+    }
 }
 
 /// A local file beside HDFS URLs: streamed like them.

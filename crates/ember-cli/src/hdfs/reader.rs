@@ -13,7 +13,9 @@ use hdfs_native::HdfsError;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
-use super::READ_AHEAD;
+/// Bytes of one read request to the datanodes; the reader keeps one such
+/// request in flight ahead of what it has handed out.
+const READ_AHEAD: usize = 8 << 20;
 
 /// The tokio runtime that the clients and readers of one input share: one
 /// worker thread runs the client's connections and the reads in flight;
@@ -35,6 +37,7 @@ impl Io {
         Ok(Io { rt: Some(rt) })
     }
 
+    /// The runtime (until dropped).
     fn rt(&self) -> &Runtime {
         self.rt
             .as_ref()
