@@ -12,6 +12,8 @@
 #   (c) word count with the Python scripts wc_mapper.py / wc_reducer.py
 #       (the reducer is the combiner too) == `ember wordcount`
 #   (d) the times of (a) and (c) side by side
+#   (e) word count as on a cluster: `-files EMBER` ships the binary to the
+#       tasks, and the commands name it bare (over small.txt only)
 #
 # Usage: scripts/test-hadoop-streaming.sh [WORKDIR]
 #   WORKDIR (default: a new temporary directory) holds the corpus and every
@@ -121,18 +123,19 @@ echo
 # --- helpers -----------------------------------------------------------------
 declare -A took
 
-# hadoop NAME STREAMING_ARGS...: runs one job into $work/out/NAME, records its
-# time, and leaves the sorted concatenation of its part files in
-# $work/out/NAME.sorted.
+# hadoop NAME STREAMING_ARGS...: runs one job (generic options such as
+# -files first in STREAMING_ARGS, as Hadoop wants them first) over $input (default: the
+# corpus folder) into $work/out/NAME, records its time, and leaves the sorted
+# concatenation of its part files in $work/out/NAME.sorted.
 hadoop() {
-    local name=$1
+    local name=$1 input=${input:-$corpus}
     shift
     local out=$work/out/$name t
     rm -rf "$out"
     t=$(now)
     # Hadoop's working directory is the task's: run it in $work.
     (cd "$work" && EMBER_HADOOP_LOG=INFO "$streaming" -D fs.local.block.size=$((split_mib * 1024 * 1024)) -D mapreduce.job.name="ember-test-$name" \
-        -input "$corpus" -output "$out" -numReduceTasks 2 "$@") >"$work/out/$name.log" 2>&1 || {
+        "$@" -input "$input" -output "$out" -numReduceTasks 2) >"$work/out/$name.log" 2>&1 || {
         cat "$work/out/$name.log" >&2
         fail "the Hadoop job $name failed"
     }
@@ -247,7 +250,18 @@ printf '  %-50s %8s s\n' "ember wordcount alone (no Hadoop)" "${took[ember]}"
 awk -v p="${took[wc-python]}" -v e="${took[wc-ember]}" \
     'BEGIN { if (e > 0) printf "  ember under Hadoop is %.1fx faster than the Python scripts under Hadoop\n", p / e }'
 echo
-echo "all passed: (a) (b) (c) match ember's own results"
+# --- (e) the cluster form: -files ships the binary -------------------------------
+echo "(e) word count with -files $ember: the commands name it bare (the form for a cluster)"
+"$ember" wordcount "$corpus/small.txt" -o "$work/expected/wordcount-small.ember" >/dev/null 2>&1
+LC_ALL=C sort "$work/expected/wordcount-small.ember" >"$work/expected/wordcount-small"
+input=$corpus/small.txt hadoop wc-files -files "$ember" \
+    -mapper "$(basename "$ember") stream map wordcount" \
+    -combiner "$(basename "$ember") stream combine wordcount" \
+    -reducer "$(basename "$ember") stream reduce wordcount"
+same "(e) Hadoop + shipped ember == ember wordcount small.txt" "$work/expected/wordcount-small" "$work/out/wc-files.sorted"
+echo
+
+echo "all passed: (a) (b) (c) (e) match ember's own results"
 if [ "$keep" = 1 ]; then
     echo "inputs and outputs kept in $work"
 else
