@@ -42,7 +42,7 @@ die() {
     exit 1
 }
 
-command -v "$java" >/dev/null 2>&1 || die "no '$java' on PATH (Java 11 or 17 is needed; apt-get install openjdk-17-jre-headless)"
+command -v "$java" >/dev/null 2>&1 || die "no '$java' on PATH (Hadoop needs Java 8 or newer, tested with 17; apt-get install openjdk-17-jre-headless)"
 
 version=${EMBER_HADOOP_VERSION:-$(sed -n 's:.*<hadoop.version>\(.*\)</hadoop.version>.*:\1:p' "$pom")}
 [ -n "$version" ] || die "cannot read hadoop.version from $pom"

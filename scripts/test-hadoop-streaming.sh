@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ember's streaming commands under Hadoop's own streaming runner (local
 # mode, through scripts/hadoop-streaming.sh) and checks every result against
-# ember's own commands on the same files. Not part of CI: it needs Java 11+
+# ember's own commands on the same files. Not part of CI: it needs Java 8+
 # and Maven, fetches Hadoop's jars once (about 66 MB), and takes a minute or
 # two. See docs/hadoop.md.
 #
