@@ -49,7 +49,7 @@ version=${EMBER_HADOOP_VERSION:-$(sed -n 's:.*<hadoop.version>\(.*\)</hadoop.ver
 cache=${EMBER_CACHE:-${HOME:?}/.cache/ember}/hadoop/$version
 lib=$cache/lib
 # The pom's digest: a changed pom fetches again.
-stamp=$(cat "$pom" | cksum | cut -d' ' -f1)
+stamp=$(cksum <"$pom" | cut -d' ' -f1)
 
 fetch() {
     if [ -f "$cache/stamp" ] && [ "$(cat "$cache/stamp")" = "$stamp" ] && [ -d "$lib" ]; then
@@ -104,6 +104,7 @@ fetch
 tasks=$(nproc 2>/dev/null || echo 2)
 run=$(mktemp -d "${TMPDIR:-/tmp}/ember-hadoop.XXXXXX")
 child=
+# shellcheck disable=SC2317 # cleanup and stop run from traps
 cleanup() {
     rm -rf "$run"
 }
@@ -111,11 +112,12 @@ cleanup() {
 # removes the run's directory. The JVM runs in the background so that the
 # signal reaches this shell at once; it is told with TERM, as a background
 # JVM ignores SIGINT.
+# shellcheck disable=SC2317
 stop() {
     if [ -n "$child" ]; then
-        tasks=$(pgrep -P "$child" 2>/dev/null || true)
+        pids=$(pgrep -P "$child" 2>/dev/null || true)
         # shellcheck disable=SC2086 # a list of process ids
-        kill -TERM "$child" $tasks 2>/dev/null || true
+        kill -TERM "$child" $pids 2>/dev/null || true
         wait "$child" 2>/dev/null || true
     fi
     exit "$1"
