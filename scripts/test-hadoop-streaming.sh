@@ -6,14 +6,16 @@
 # two. See docs/hadoop.md.
 #
 #   (a) word count, ember as mapper, combiner and reducer
-#       == `ember wordcount FILES -o -`
+#       == `ember wordcount FILES -o FILE`
 #   (b) inverted index, ember as mapper, combiner and reducer
-#       == `ember inverted-index DIR -o - --doc-list`, ids mapped to paths
+#       == `ember inverted-index DIR -o FILE --doc-list DOCS`, ids mapped to paths
 #   (c) word count with the Python scripts wc_mapper.py / wc_reducer.py
 #       (the reducer is the combiner too) == `ember wordcount`
-#   (d) the times of (a) and (c) side by side
+#   (d) the times of (a) and (c) (and (f)) side by side, printed last
 #   (e) word count as on a cluster: `-files EMBER` ships the binary to the
 #       tasks, and the commands name it bare (over small.txt only)
+#   (f) where ember has `stream run`: the same Python scripts under it,
+#       without Hadoop, == `ember wordcount`, and its time
 #
 # Usage: scripts/test-hadoop-streaming.sh [WORKDIR]
 #   WORKDIR (default: a new temporary directory) holds the corpus and every
@@ -118,6 +120,8 @@ for f in "${files[@]}"; do printf '  %10d  %s\n' "$(wc -c <"$f")" "$(basename "$
 echo "ember:  $ember"
 echo "python: $python, scripts from ${pydir#"$root"/}"
 echo "hadoop: $("$streaming" --fetch 2>&1 | tail -n 1)"
+# The times below are wall clock: other work on the machine shows in them.
+echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 
 # --- helpers -----------------------------------------------------------------
@@ -242,14 +246,6 @@ hadoop wc-python \
 same "(c) Hadoop + Python scripts == ember wordcount" "$work/expected/wordcount" "$work/out/wc-python.sorted"
 echo
 
-# --- (d) timings -----------------------------------------------------------------
-echo "(d) word count over the same $total bytes, Hadoop $(basename "$(ls "$("$streaming" --fetch 2>/dev/null)"/hadoop-streaming-*.jar)" .jar | sed 's/hadoop-streaming-//') local mode, $(nproc) cores, splits of $split_mib MiB, 2 reduce tasks:"
-printf '  %-50s %8s s\n' "Hadoop Streaming, Python mapper/combiner/reducer" "${took[wc-python]}"
-printf '  %-50s %8s s\n' "Hadoop Streaming, ember stream map/combine/reduce" "${took[wc-ember]}"
-printf '  %-50s %8s s\n' "ember wordcount alone (no Hadoop)" "${took[ember]}"
-awk -v p="${took[wc-python]}" -v e="${took[wc-ember]}" \
-    'BEGIN { if (e > 0) printf "  ember under Hadoop is %.1fx faster than the Python scripts under Hadoop\n", p / e }'
-echo
 # --- (e) the cluster form: -files ships the binary -------------------------------
 echo "(e) word count with -files $ember: the commands name it bare (the form for a cluster)"
 "$ember" wordcount "$corpus/small.txt" -o "$work/expected/wordcount-small.ember" >/dev/null 2>&1
@@ -261,7 +257,42 @@ input=$corpus/small.txt hadoop wc-files -files "$ember" \
 same "(e) Hadoop + shipped ember == ember wordcount small.txt" "$work/expected/wordcount-small" "$work/out/wc-files.sorted"
 echo
 
-echo "all passed: (a) (b) (c) (e) match ember's own results"
+# --- (f) the same Python scripts under ember stream run ----------------------------
+if "$ember" stream run --help >/dev/null 2>&1; then
+    echo "(f) the same Python scripts under ember stream run (no Hadoop), 2 reducers, $split_mib MiB splits"
+    t=$(now)
+    "$ember" stream run --reducers 2 --split-size "${split_mib}MiB" \
+        --mapper "$python $pydir/wc_mapper.py" \
+        --combiner "$python $pydir/wc_reducer.py" \
+        --reducer "$python $pydir/wc_reducer.py" \
+        -o "$work/out/run-python" "${files[@]}" 2>"$work/out/run-python.log" || {
+        cat "$work/out/run-python.log" >&2
+        fail "ember stream run with the Python scripts failed"
+    }
+    took[run-python]=$(secs "$t" "$(now)")
+    LC_ALL=C sort "$work/out/run-python" >"$work/out/run-python.sorted"
+    echo "  ember stream run, Python scripts: ${took[run-python]} s (Hadoop, the same scripts: ${took[wc-python]} s)"
+    same "(f) ember stream run + Python scripts == ember wordcount" "$work/expected/wordcount" "$work/out/run-python.sorted"
+    passed="(a) (b) (c) (e) (f)"
+else
+    echo "(f) skipped: $ember has no 'stream run'"
+    passed="(a) (b) (c) (e)"
+fi
+echo
+
+# --- (d) timings -----------------------------------------------------------------
+echo "(d) word count over the same $total bytes, Hadoop $(basename "$(ls "$("$streaming" --fetch 2>/dev/null)"/hadoop-streaming-*.jar)" .jar | sed 's/hadoop-streaming-//') local mode, $(nproc) cores, splits of $split_mib MiB, 2 reduce tasks:"
+printf '  %-50s %8s s\n' "Hadoop Streaming, Python mapper/combiner/reducer" "${took[wc-python]}"
+printf '  %-50s %8s s\n' "Hadoop Streaming, ember stream map/combine/reduce" "${took[wc-ember]}"
+if [ -n "${took[run-python]:-}" ]; then
+    printf '  %-50s %8s s\n' "ember stream run, the same Python scripts" "${took[run-python]}"
+fi
+printf '  %-50s %8s s\n' "ember wordcount alone (no Hadoop)" "${took[ember]}"
+awk -v p="${took[wc-python]}" -v e="${took[wc-ember]}" \
+    'BEGIN { if (e > 0) printf "  ember under Hadoop is %.1fx faster than the Python scripts under Hadoop\n", p / e }'
+echo
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "all passed: $passed match ember's own results"
 if [ "$keep" = 1 ]; then
     echo "inputs and outputs kept in $work"
 else
