@@ -190,8 +190,8 @@ t=$(now)
 "$ember" inverted-index "$corpus" -o "$work/expected/index.ids" --doc-list "$work/expected/docs.tsv" 2>/dev/null
 took[ember-index]=$(secs "$t" "$(now)")
 # word<TAB>id,id -> word<TAB>path,path: paths sorted by bytes and escaped as
-# the streaming reducer does (tab \t, newline \n, backslash \\, comma \x2c,
-# bytes that are not UTF-8 \xHH).
+# the streaming reducer does (tab \t, newline \n, carriage return \r,
+# backslash \\, comma \x2c, bytes that are not UTF-8 \xHH).
 "$python" - "$work/expected/docs.tsv" "$work/expected/index.ids" >"$work/expected/index.unsorted" <<'PY'
 import sys
 
@@ -202,7 +202,7 @@ def escape(name):
         if 0xDC80 <= o <= 0xDCFF:
             out.append("\\x%02x" % (o - 0xDC00))
         else:
-            out.append({"\t": "\\t", "\n": "\\n", "\\": "\\\\", ",": "\\x2c"}.get(ch, ch))
+            out.append({"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\", ",": "\\x2c"}.get(ch, ch))
     return "".join(out).encode("utf-8", "surrogateescape")
 
 docs = {}
