@@ -6,9 +6,9 @@
 # two. See docs/hadoop.md.
 #
 #   (a) word count, ember as mapper, combiner and reducer
-#       == `ember wordcount FILES -o FILE`
+#       == `ember wordcount FILES -o -`
 #   (b) inverted index, ember as mapper, combiner and reducer
-#       == `ember inverted-index DIR -o FILE --doc-list DOCS`, ids mapped to paths
+#       == `ember inverted-index DIR -o - --doc-list DOCS`, ids mapped to paths
 #   (c) word count with the Python scripts wc_mapper.py / wc_reducer.py
 #       (the reducer is the combiner too) == `ember wordcount`
 #   (d) the times of (a) and (c) (and (f)) side by side, printed last
@@ -175,10 +175,10 @@ same() {
 # --- (a) word count, ember as mapper, combiner and reducer ---------------------
 echo "(a) word count: mapper, combiner and reducer = ember stream ... wordcount"
 t=$(now)
-"$ember" wordcount "${files[@]}" -o "$work/expected/wordcount.ember" >/dev/null 2>&1
-LC_ALL=C sort "$work/expected/wordcount.ember" >"$work/expected/wordcount"
+"$ember" wordcount "${files[@]}" -o - 2>/dev/null >"$work/expected/wordcount.ember"
 took[ember]=$(secs "$t" "$(now)")
-echo "  ember wordcount FILES -o FILE: ${took[ember]} s, $(wc -l <"$work/expected/wordcount") words"
+LC_ALL=C sort "$work/expected/wordcount.ember" >"$work/expected/wordcount"
+echo "  ember wordcount FILES -o -: ${took[ember]} s, $(wc -l <"$work/expected/wordcount") words"
 hadoop wc-ember \
     -mapper "$ember stream map wordcount" \
     -combiner "$ember stream combine wordcount" \
@@ -190,7 +190,7 @@ echo
 echo "(b) inverted index: mapper, combiner and reducer = ember stream ... inverted-index"
 echo "    (each map task names its document by \$mapreduce_map_input_file, a file:/ URI)"
 t=$(now)
-"$ember" inverted-index "$corpus" -o "$work/expected/index.ids" --doc-list "$work/expected/docs.tsv" 2>/dev/null
+"$ember" inverted-index "$corpus" -o - --doc-list "$work/expected/docs.tsv" 2>/dev/null >"$work/expected/index.ids"
 took[ember-index]=$(secs "$t" "$(now)")
 # word<TAB>id,id -> word<TAB>path,path: paths sorted by bytes and escaped as
 # the streaming reducer does (tab \t, newline \n, carriage return \r,
@@ -219,7 +219,7 @@ for line in open(sys.argv[2], "rb"):
     out.write(word + b"\t" + b",".join(escape(n) for n in names) + b"\n")
 PY
 LC_ALL=C sort "$work/expected/index.unsorted" >"$work/expected/index"
-echo "  ember inverted-index DIR -o FILE --doc-list DOCS: ${took[ember-index]} s, $(wc -l <"$work/expected/index") words, $(wc -l <"$work/expected/docs.tsv") documents"
+echo "  ember inverted-index DIR -o - --doc-list DOCS: ${took[ember-index]} s, $(wc -l <"$work/expected/index") words, $(wc -l <"$work/expected/docs.tsv") documents"
 hadoop index-ember \
     -mapper "$ember stream map inverted-index" \
     -combiner "$ember stream combine inverted-index" \
@@ -256,8 +256,7 @@ shipped=$work/ship/ember
 mkdir -p "$work/ship"
 strip -o "$shipped" "$ember" 2>/dev/null || cp "$ember" "$shipped"
 echo "(e) word count with -files $shipped ($(($(wc -c <"$shipped") / 1000000)) MB, stripped): the commands name it bare (the form for a cluster)"
-"$ember" wordcount "$corpus/small.txt" -o "$work/expected/wordcount-small.ember" >/dev/null 2>&1
-LC_ALL=C sort "$work/expected/wordcount-small.ember" >"$work/expected/wordcount-small"
+"$ember" wordcount "$corpus/small.txt" -o - 2>/dev/null | LC_ALL=C sort >"$work/expected/wordcount-small"
 input=$corpus/small.txt hadoop wc-files -files "$shipped" \
     -mapper "$(basename "$ember") stream map wordcount" \
     -combiner "$(basename "$ember") stream combine wordcount" \
