@@ -122,7 +122,9 @@ echo "corpus: $corpus, ${#files[@]} files, $total bytes ($(secs "$t0" "$(now)") 
 for f in "${files[@]}"; do printf '  %10d  %s\n' "$(wc -c <"$f")" "$(basename "$f")"; done
 echo "ember:  $ember"
 echo "python: $python, scripts from ${pydir#"$root"/}"
-echo "hadoop: $("$streaming" --fetch 2>&1 | tail -n 1)"
+t=$(now)
+hadoop_lib=$("$streaming" --fetch) || fail "could not fetch Hadoop's jars"
+echo "hadoop: $hadoop_lib ($(find "$hadoop_lib" -name "*.jar" | wc -l) jars; $(secs "$t" "$(now)") s to fetch them or find them cached)"
 # The times below are wall clock: other work on the machine shows in them.
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
@@ -288,7 +290,7 @@ fi
 echo
 
 # --- (d) timings -----------------------------------------------------------------
-echo "(d) word count over the same $total bytes, Hadoop $(basename "$(ls "$("$streaming" --fetch 2>/dev/null)"/hadoop-streaming-*.jar)" .jar | sed 's/hadoop-streaming-//') local mode, $(nproc) cores, splits of $split_mib MiB, 2 reduce tasks:"
+echo "(d) word count over the same $total bytes, Hadoop $(basename "$(ls "$hadoop_lib"/hadoop-streaming-*.jar)" .jar | sed 's/hadoop-streaming-//') local mode, $(nproc) cores, splits of $split_mib MiB, 2 reduce tasks:"
 printf '  %-50s %8s s\n' "Hadoop Streaming, Python mapper/combiner/reducer" "${took[wc-python]}"
 printf '  %-50s %8s s\n' "Hadoop Streaming, ember stream map/combine/reduce" "${took[wc-ember]}"
 if [ -n "${took[run-python]:-}" ]; then
