@@ -27,7 +27,7 @@
 #   EMBER_CACHE              cache root (default $HOME/.cache/ember)
 #   EMBER_HADOOP_VERSION     Hadoop version to fetch (default: the pom's, 3.4.2)
 #   EMBER_HADOOP_LOG         Hadoop's log level on stderr (default WARN; INFO shows progress)
-#   EMBER_HADOOP_JAVA_OPTS   extra JVM options (e.g. -Xmx2g)
+#   EMBER_HADOOP_JAVA_OPTS   extra JVM options (e.g. -Xmx2g; -Dlog4j.configuration=file:... wins over the script's)
 #   EMBER_HADOOP_MVN_OPTS    extra Maven options for the fetch (e.g. -s mirror-settings.xml)
 #   JAVA, MVN                the java and mvn commands (default: from PATH)
 set -eu
@@ -127,10 +127,10 @@ trap 'stop 130' INT
 trap 'stop 143' TERM
 
 # shellcheck disable=SC2086 # EMBER_HADOOP_JAVA_OPTS is a list of options
-"$java" ${EMBER_HADOOP_JAVA_OPTS:-} \
-    -Dlog4j.configuration="file:$here/hadoop/log4j.properties" \
+"$java" -Dlog4j.configuration="file:$here/hadoop/log4j.properties" \
     -Dhadoop.root.logger="${EMBER_HADOOP_LOG:-WARN},console" \
     -Djava.io.tmpdir="$run" \
+    ${EMBER_HADOOP_JAVA_OPTS:-} \
     -cp "$lib/*" org.apache.hadoop.streaming.HadoopStreaming \
     -D mapreduce.framework.name=local \
     -D fs.defaultFS=file:/// \
