@@ -19,9 +19,10 @@
 #      this run (removed at the end), not in /tmp/hadoop-$USER
 # A -D you pass comes after them and wins.
 #
-# Hadoop splits -mapper/-combiner/-reducer commands on spaces itself (no
-# shell): give programs by absolute path (`-mapper "/abs/ember stream map
-# wordcount"`), or ship them with `-files` and name them bare.
+# Hadoop splits -mapper/-combiner/-reducer commands into words itself (at
+# spaces, quotes group; no shell): give programs by absolute path
+# (`-mapper "/abs/ember stream map wordcount"`), or ship them with `-files`
+# and name them bare.
 #
 # Environment:
 #   EMBER_CACHE              cache root (default $HOME/.cache/ember)

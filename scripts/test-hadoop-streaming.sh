@@ -132,10 +132,11 @@ echo
 # --- helpers -----------------------------------------------------------------
 declare -A took
 
-# hadoop NAME STREAMING_ARGS...: runs one job (generic options such as
-# -files first in STREAMING_ARGS, as Hadoop wants them first) over $input (default: the
-# corpus folder) into $work/out/NAME, records its time, and leaves the sorted
-# concatenation of its part files in $work/out/NAME.sorted.
+# hadoop NAME STREAMING_ARGS...: runs one job over $input (default: the
+# corpus folder) into $work/out/NAME, records its time, and leaves the
+# sorted concatenation of its part files in $work/out/NAME.sorted. Generic
+# options such as -files go first in STREAMING_ARGS: Hadoop wants them
+# before the streaming options.
 hadoop() {
     local name=$1 input=${input:-$corpus}
     shift
