@@ -1,0 +1,774 @@
+"""ember inside Spark: scale-up within scale-out.
+
+On each executor one ``ember stream map JOB`` process maps that executor's
+share of the input on all its cores and combines it in-process; Spark only
+ever sees partial aggregates (one line per distinct key per executor), and
+does what it is good at: distribution, the shuffle, fault tolerance::
+
+    from pyspark.sql import SparkSession
+    from ember import spark as es
+
+    spark = SparkSession.builder.getOrCreate()
+    lines = spark.sparkContext.textFile("hdfs:///corpus/*.txt")
+    counts = es.wordcount(lines)                   # RDD[(word, count)]
+    index = es.inverted_index(spark.sparkContext, ["docs/"])  # RDD[(word, [doc, ...])]
+    pairs = es.stream(lines, "wordcount")           # RDD[(key, value as printed)]
+
+The ember binary (``binary=``, else ``$EMBER_BIN``, else ``ember`` on
+``PATH``) is shipped to the executors with ``SparkContext.addFile``; it
+must be built for the executors' platform (a Linux x86-64 build of
+``cargo build --release -p ember-cli`` runs on any such executor).
+
+How the input reaches ember. An RDD read by the JVM (``sc.textFile``, or
+a DataFrame: its single string column, or ``column=``) is piped by the
+executor JVM straight into ember's standard input (``RDD.pipe`` of the
+JVM): no Python worker touches the input. Any other RDD of ``str`` or
+``bytes`` lines (``feed="python"``) is fed by a ``mapPartitions`` in the
+Python worker. ember's output, one ``key<TAB>partial`` line per distinct
+key, is parsed in Python and shuffled.
+
+Recommended settings: one ember process per executor, all its cores.
+
+- ``coalesce=True`` (the default) coalesces the input, without a shuffle,
+  to one partition per executor, so the map stage has one task, and so one
+  ember process, per executor; it runs with ``--threads`` set to the
+  executor's cores (``spark.executor.cores``; ``N`` of ``local[N]``; ``C``
+  of ``local-cluster[E,C,M]``), or ``threads=``. The stage's task slots
+  left free on each executor are what ember's threads use.
+  ``coalesce=False`` keeps the input's partitions: one ember per task,
+  with ``spark.task.cpus`` threads, each combining only its partition
+  (more shuffle bytes: one line per distinct key per partition).
+- Give executors several cores each (``spark.executor.cores`` 4-32) rather
+  than many one-core executors: ember combines within an executor, so the
+  shuffle shrinks as executors get bigger.
+- Only this job's tasks should run on the executors while the map stage
+  runs; to reserve the cores outright, run with ``spark.task.cpus`` equal
+  to ``spark.executor.cores`` (every stage then runs one task per
+  executor), or pass ``exclusive=True``, which asks for the whole
+  executor for the ember stage alone (a stage-level task resource
+  profile; Spark 3.4 and newer, standalone/YARN/Kubernetes, not local
+  mode).
+- ``reducers=`` sets the reduce partitions (default
+  ``sc.defaultParallelism``).
+- Fault tolerance is Spark's: a failed map task re-runs its ember process
+  over its whole partition, which with ``coalesce=True`` is the
+  executor's whole share; split big inputs over more executors, or pass
+  ``coalesce=K`` (K partitions, so K ember processes in all).
+
+Keys and values on ember's streams escape tab (``\\t``), newline (``\\n``),
+carriage return (``\\r``), backslash (``\\\\``) and invalid UTF-8
+(``\\xHH``); the inverted index's
+document names escape the comma too (``\\x2c``). :func:`unescape` undoes
+it. Importing this module does not import pyspark: its functions do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+__all__ = [
+    "escape",
+    "executor_layout",
+    "find_binary",
+    "inverted_index",
+    "map_partials",
+    "stream",
+    "unescape",
+    "wordcount",
+]
+
+#: Lines written to ember per write call on the Python feed.
+_BATCH = 4096
+#: Bytes of map output lines per shuffled block.
+_BLOCK = 1 << 20
+
+_ESCAPE_RE = re.compile(rb"\\(x[0-9A-Fa-f]{2}|t|n|r|\\)")
+_SIMPLE = {b"t": b"\t", b"n": b"\n", b"r": b"\r", b"\\": b"\\"}
+
+
+def _unescape_one(m: "re.Match[bytes]") -> bytes:
+    code = m.group(1)
+    simple = _SIMPLE.get(code)
+    return simple if simple is not None else bytes([int(code[1:], 16)])
+
+
+def unescape(text: Union[bytes, str]) -> bytes:
+    """The raw bytes of an escaped key, value or document name:
+    ``\\t``, ``\\n``, ``\\r``, ``\\\\`` and ``\\xHH`` undone."""
+    if isinstance(text, str):
+        text = text.encode("utf-8", "surrogateescape")
+    if b"\\" not in text:
+        return text
+    return _ESCAPE_RE.sub(_unescape_one, text)
+
+
+def escape(raw: Union[bytes, str], comma: bool = False) -> bytes:
+    """``raw`` as ember's streams write it: tab, newline, carriage return
+    and backslash as ``\\t``, ``\\n``, ``\\r``, ``\\\\``, each byte of
+    invalid UTF-8 as ``\\xHH``
+    and, with ``comma``, the comma as ``\\x2c``. A ``str`` is taken as its
+    UTF-8 bytes (surrogate escapes as the bytes they stand for)."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogateescape")
+    out = []
+    for ch in raw.decode("utf-8", "surrogateescape"):
+        if ch == "\t":
+            out.append("\\t")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\\":
+            out.append("\\\\")
+        elif comma and ch == ",":
+            out.append("\\x2c")
+        elif "\udc80" <= ch <= "\udcff":
+            out.append("\\x%02x" % (ord(ch) - 0xDC00))
+        else:
+            out.append(ch)
+    return "".join(out).encode("utf-8")
+
+
+def _text(raw: bytes) -> str:
+    """Bytes as ``str``: UTF-8, invalid bytes as surrogate escapes (so
+    ``os.fsencode``/``.encode("utf-8", "surrogateescape")`` gives them back)."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def find_binary(binary: Optional[Union[str, os.PathLike]] = None) -> str:
+    """The ember binary to ship: ``binary``, else ``$EMBER_BIN``, else
+    ``ember`` on ``PATH``; its absolute path. Raises ``FileNotFoundError``
+    if there is none, or it is not an executable file."""
+    path = binary if binary is not None else os.environ.get("EMBER_BIN") or shutil.which("ember")
+    if not path:
+        raise FileNotFoundError(
+            "no ember binary: pass binary=PATH, set EMBER_BIN, or put `ember` on PATH "
+            "(cargo build --release -p ember-cli builds target/release/ember)"
+        )
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"ember binary {path!r} is not a file")
+    if not os.access(path, os.X_OK):
+        raise PermissionError(f"ember binary {path!r} is not executable")
+    return path
+
+
+# The binaries shipped, per SparkContext (its application id): path -> name.
+_shipped: dict = {}
+_ship_lock = threading.Lock()
+
+
+def _ship(sc: Any, binary: Optional[Union[str, os.PathLike]]) -> str:
+    """Adds the ember binary to ``sc``'s files (once per application);
+    returns the name executors find it under (``SparkFiles.get(name)``)."""
+    path = find_binary(binary)
+    with _ship_lock:
+        names = _shipped.setdefault(sc.applicationId, {})
+        if path in names:
+            return names[path]
+        base = os.path.basename(path)
+        name = base
+        taken = set(names.values())
+        i = 1
+        while name in taken:  # two binaries of the same name: both shipped
+            # addFile refuses a second file of a name already added, so a
+            # second binary of the same name goes by a copy named apart.
+            i += 1
+            name = f"{base}-{i}"
+        if name != base:
+            import tempfile
+
+            copy = os.path.join(tempfile.mkdtemp(prefix="ember-spark-"), name)
+            shutil.copy2(path, copy)
+            sc.addFile(copy)
+        else:
+            sc.addFile(path)
+        names[path] = name
+        return name
+
+
+def executor_layout(sc: Any) -> Tuple[int, int]:
+    """``(executors, cores per executor)`` of ``sc``'s application: from the
+    master URL for ``local[N]`` (1, N) and ``local-cluster[E,C,M]`` (E, C),
+    else ``spark.executor.instances`` (or the executors registered so
+    far) and ``spark.executor.cores`` (or the default parallelism over
+    the executors)."""
+    master = sc.master
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master)
+    if m:
+        n = m.group(1)
+        if n is None:
+            return 1, 1
+        return 1, (os.cpu_count() or 1) if n == "*" else max(1, int(n))
+    m = re.fullmatch(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]", master)
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    conf = sc.getConf()
+    executors = int(conf.get("spark.executor.instances", "0") or 0)
+    if executors <= 0:
+        # Registered block managers, less the driver's.
+        executors = max(1, sc._jsc.sc().getExecutorMemoryStatus().size() - 1)
+    cores = int(conf.get("spark.executor.cores", "0") or 0)
+    if cores <= 0:
+        cores = max(1, sc.defaultParallelism // executors)
+    return executors, cores
+
+
+def _task_cpus(sc: Any) -> int:
+    return max(1, int(sc.getConf().get("spark.task.cpus", "1") or 1))
+
+
+def _plan(sc: Any, coalesce: Union[bool, int], threads: Optional[int]) -> Tuple[Optional[int], int]:
+    """``(map partitions, ember threads)``: one partition per executor with
+    the executor's cores (``coalesce=True``), the input's partitions with
+    ``spark.task.cpus`` (``False``, None: no coalescing), or ``coalesce``
+    partitions with ``spark.task.cpus``; ``threads`` overrides the
+    threads."""
+    executors, cores = executor_layout(sc)
+    if coalesce is True:
+        parts: Optional[int] = executors
+    elif coalesce is False:
+        parts = None
+    elif isinstance(coalesce, int) and coalesce >= 1:
+        parts = coalesce
+    else:
+        raise ValueError(f"coalesce must be True, False or a positive int, not {coalesce!r}")
+    if threads is None:
+        threads = cores if coalesce is True else _task_cpus(sc)
+    if int(threads) < 1:
+        raise ValueError(f"threads must be positive, not {threads!r}")
+    return parts, int(threads)
+
+
+def _is_local(sc: Any) -> bool:
+    return sc.master.startswith("local") and not sc.master.startswith("local-cluster")
+
+
+# ---------------------------------------------------------------------------
+# Running ember in a task
+
+
+class _Proc:
+    """An ember process in a task: its standard error kept (the last 64 KiB)
+    for the error message, drained by a thread so it never blocks ember."""
+
+    def __init__(self, argv: List[str], stdin: Any = subprocess.PIPE) -> None:
+        self.argv = argv
+        self.proc = subprocess.Popen(
+            argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1 << 20
+        )
+        self._err = bytearray()
+        self._err_thread = threading.Thread(target=self._drain, daemon=True)
+        self._err_thread.start()
+
+    def _drain(self) -> None:
+        for chunk in iter(lambda: self.proc.stderr.read(65536), b""):
+            self._err += chunk
+            if len(self._err) > 65536:
+                del self._err[:-65536]
+
+    def finish(self) -> None:
+        """Waits for the process; raises if it failed."""
+        rc = self.proc.wait()
+        self._err_thread.join()
+        if rc != 0:
+            err = self._err.decode("utf-8", "replace").strip()
+            raise RuntimeError(f"`{' '.join(self.argv)}` exited with status {rc}: {err}")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def _as_bytes(line: Any) -> bytes:
+    if isinstance(line, str):
+        return line.encode("utf-8", "surrogateescape")
+    if isinstance(line, (bytes, bytearray, memoryview)):
+        return bytes(line)
+    raise TypeError(f"ember.spark: input lines must be str or bytes, not {type(line).__name__}")
+
+
+def _feed(proc: _Proc, lines: Iterable[Any], failure: list, raw: bool) -> None:
+    """Writes ``lines`` to ember's standard input, a newline after each,
+    in batches (``raw``: blocks of whole lines, as they are); closes it.
+    An error is kept in ``failure`` (the reader raises it)."""
+    stdin = proc.proc.stdin
+    try:
+        if raw:
+            for block in lines:
+                stdin.write(block)
+            return
+        batch: List[bytes] = []
+        for line in lines:
+            batch.append(_as_bytes(line))
+            if len(batch) >= _BATCH:
+                batch.append(b"")
+                stdin.write(b"\n".join(batch))
+                batch = []
+        if batch:
+            batch.append(b"")
+            stdin.write(b"\n".join(batch))
+    except BrokenPipeError:
+        pass  # ember stopped reading: its exit status says why
+    except BaseException as e:  # noqa: BLE001 - handed to the reading thread
+        failure.append(e)
+    finally:
+        try:
+            stdin.close()
+        except BrokenPipeError:
+            pass
+
+
+def _pipe(argv: List[str], lines: Iterable[Any], raw: bool = False) -> Iterator[bytes]:
+    """Runs ``argv`` with ``lines`` on its standard input (written by a
+    thread; ``raw``: blocks of whole lines); yields its output lines
+    (bytes, newline removed)."""
+    proc = _Proc(argv)
+    failure: list = []
+    writer = threading.Thread(target=_feed, args=(proc, lines, failure, raw), daemon=True)
+    writer.start()
+    done = False
+    try:
+        for out in proc.proc.stdout:
+            yield out[:-1] if out.endswith(b"\n") else out
+        writer.join()
+        if failure:
+            raise failure[0]
+        proc.finish()
+        done = True
+    finally:
+        if not done:
+            proc.kill()
+            writer.join()
+
+
+def _split(line: bytes) -> Tuple[bytes, bytes]:
+    key, tab, value = line.partition(b"\t")
+    if not tab:
+        raise ValueError(f"ember.spark: ember printed a line without a tab: {line[:200]!r}")
+    return key, value
+
+
+# ---------------------------------------------------------------------------
+# The map side
+
+
+def _lines_rdd(data: Any, column: Optional[str]) -> Tuple[Any, Any]:
+    """``(python_rdd, java_rdd)``: the input as an RDD of lines, and the
+    JVM's ``JavaRDD[String]`` of them when the JVM can pipe them itself
+    (``sc.textFile``, a DataFrame), else None."""
+    from pyspark.rdd import RDD, PipelinedRDD
+    from pyspark.serializers import UTF8Deserializer
+    from pyspark.sql import DataFrame
+
+    if isinstance(data, DataFrame):
+        if column is None:
+            if len(data.columns) != 1:
+                raise ValueError(
+                    f"ember.spark: a DataFrame of lines has one string column, not {data.columns}: "
+                    "pass column="
+                )
+            column = data.columns[0]
+        if getattr(data, "_jdf", None) is None:  # pragma: no cover - Spark Connect
+            raise TypeError("ember.spark needs a classic SparkSession (Spark Connect has no RDDs)")
+        sc = data.sparkSession.sparkContext
+        jdf = data.select(data[column].cast("string"))._jdf
+        strings = sc._jvm.org.apache.spark.sql.Encoders.STRING()
+        jrdd = getattr(jdf, "as")(strings).javaRDD()
+        return RDD(jrdd, sc, UTF8Deserializer()), jrdd
+    if not isinstance(data, RDD):
+        raise TypeError(f"ember.spark: input must be an RDD or a DataFrame of lines, not {type(data).__name__}")
+    if type(data) is not PipelinedRDD and isinstance(data._jrdd_deserializer, UTF8Deserializer):
+        return data, data._jrdd
+    return data, None
+
+
+def _map_argv(exe: str, job: str, args: Sequence[str], threads: int) -> List[str]:
+    return [exe, "stream", "map", "--threads", str(threads), job, *map(str, args)]
+
+
+def map_partials(
+    data: Any,
+    job: str,
+    args: Sequence[str] = (),
+    *,
+    binary: Optional[Union[str, os.PathLike]] = None,
+    threads: Optional[int] = None,
+    coalesce: Union[bool, int] = True,
+    feed: str = "auto",
+    column: Optional[str] = None,
+    exclusive: bool = False,
+) -> Any:
+    """The map side alone: ``ember stream map --threads N JOB ARGS`` over
+    each partition of ``data`` (an RDD of ``str``/``bytes`` lines, or a
+    DataFrame of lines) after coalescing it (``coalesce=True``: one
+    partition per executor, ``threads`` default the executor's cores;
+    ``False``: as it is, and an int: that many, ``threads`` default
+    ``spark.task.cpus``). Returns an RDD of ``(key, partial)`` pairs of
+    ``bytes``, still escaped: one per distinct key per partition.
+
+    ``feed``: ``"jvm"`` pipes the lines from the executor JVM (only for
+    ``sc.textFile`` RDDs and DataFrames), ``"python"`` from the Python
+    worker, ``"auto"`` the JVM where it can. ``exclusive``: see the
+    module's notes."""
+    lines = _map_lines(data, job, args, binary, threads, coalesce, feed, column, exclusive)
+    return lines.map(_split)
+
+
+def _map_lines(
+    data: Any,
+    job: str,
+    args: Sequence[str],
+    binary: Optional[Union[str, os.PathLike]],
+    threads: Optional[int],
+    coalesce: Union[bool, int],
+    feed: str,
+    column: Optional[str],
+    exclusive: bool,
+) -> Any:
+    """:func:`map_partials`'s lines as ember printed them (``bytes``)."""
+    from pyspark import SparkFiles
+    from pyspark.rdd import RDD
+    from pyspark.serializers import UTF8Deserializer
+
+    if feed not in ("auto", "jvm", "python"):
+        raise ValueError(f"feed must be 'auto', 'jvm' or 'python', not {feed!r}")
+    rdd, jrdd = _lines_rdd(data, column)
+    sc = rdd.context
+    name = _ship(sc, binary)
+    parts, threads = _plan(sc, coalesce, threads)
+    if feed == "jvm" and jrdd is None:
+        raise ValueError("feed='jvm' needs an RDD the JVM reads (sc.textFile) or a DataFrame")
+
+    if feed != "python" and jrdd is not None:
+        if parts is not None and jrdd.getNumPartitions() > parts:
+            jrdd = jrdd.coalesce(parts, False)
+        # Executors fetch added files into their working directory, where
+        # the pipe starts the process; in local mode that is the driver's
+        # SparkFiles directory.
+        exe = SparkFiles.get(name) if _is_local(sc) else os.path.join(".", name)
+        argv = _map_argv(exe, job, args, threads)
+        piped = jrdd.pipe(argv, {}, False, 1 << 20, "UTF-8")
+        out = RDD(piped, sc, UTF8Deserializer(use_unicode=False))
+        return _with_resources(out, threads) if exclusive else out
+
+    if parts is not None and rdd.getNumPartitions() > parts:
+        rdd = rdd.coalesce(parts)
+    job_args = [str(a) for a in args]
+
+    def run(lines: Iterable[Any]) -> Iterator[bytes]:
+        return _pipe(_map_argv(SparkFiles.get(name), job, job_args, threads), lines)
+
+    out = rdd.mapPartitions(run)
+    return _with_resources(out, threads) if exclusive else out
+
+
+def _with_resources(rdd: Any, cpus: int) -> Any:
+    """``rdd`` with a task resource profile asking ``cpus`` CPUs per task."""
+    from pyspark.resource import ResourceProfileBuilder, TaskResourceRequests
+
+    return rdd.withResources(ResourceProfileBuilder().require(TaskResourceRequests().cpus(cpus)).build)
+
+
+# ---------------------------------------------------------------------------
+# The reduce side
+
+
+def _reducers(sc: Any, reducers: Optional[int]) -> int:
+    """Reduce partitions: ``reducers``, else ``sc.defaultParallelism`` (not
+    the map side's partition count, which coalescing made small)."""
+    n = sc.defaultParallelism if reducers is None else int(reducers)
+    if n < 1:
+        raise ValueError(f"reducers must be positive, not {reducers!r}")
+    return n
+
+
+def _key(line: bytes) -> bytes:
+    i = line.find(b"\t")
+    if i < 0:
+        raise ValueError(f"ember.spark: ember printed a line without a tab: {line[:200]!r}")
+    return line[:i]
+
+
+def _to_blocks(reducers: int) -> Callable[[Iterable[bytes]], Iterator[Tuple[int, bytes]]]:
+    """A map task's ``key<TAB>partial`` lines as ``(reducer, block)``
+    pairs: each block about 1 MiB of whole lines, all of one reducer (the
+    key's CRC-32 modulo ``reducers``). Spark shuffles the blocks as they
+    are, ember's own text: far fewer and smaller records than a pair per
+    key."""
+
+    def to_blocks(lines: Iterable[bytes]) -> Iterator[Tuple[int, bytes]]:
+        buckets: List[List[bytes]] = [[] for _ in range(reducers)]
+        sizes = [0] * reducers
+        crc = zlib.crc32
+        for line in lines:
+            r = crc(_key(line)) % reducers if reducers > 1 else 0
+            buckets[r].append(line)
+            sizes[r] += len(line) + 1
+            if sizes[r] >= _BLOCK:
+                buckets[r].append(b"")
+                yield r, b"\n".join(buckets[r])
+                buckets[r], sizes[r] = [], 0
+        for r, bucket in enumerate(buckets):
+            if bucket:
+                bucket.append(b"")
+                yield r, b"\n".join(bucket)
+
+    return to_blocks
+
+
+def _shuffle(lines: Any, reducers: Optional[int]) -> Any:
+    """Map output lines shuffled by key: an RDD of blocks of lines, every
+    line of a key in the same one of ``reducers`` partitions."""
+    n = _reducers(lines.context, reducers)
+    blocks = lines.mapPartitions(_to_blocks(n))
+    return blocks.partitionBy(n, _identity).values()
+
+
+def _identity(r: int) -> int:
+    return r
+
+
+def _fold(exe: str, job: str, blocks: Iterable[bytes], final: bool) -> Iterator[bytes]:
+    """One reduce partition: its blocks of ``key<TAB>partial`` lines folded
+    by ``ember stream combine JOB`` into a line per key and, when
+    ``final``, those sorted by key and made results by ``ember stream
+    reduce JOB``; the output lines."""
+    combined = _pipe([exe, "stream", "combine", job], blocks, raw=True)
+    if not final:
+        return combined
+    ordered = sorted(combined, key=_key)
+    return _pipe([exe, "stream", "reduce", job], ordered)
+
+
+def _reduce(lines: Any, job: str, exe_name: str, reducers: Optional[int], final: bool = True) -> Any:
+    """The reduce side: map output ``lines`` shuffled by key into
+    ``reducers`` partitions and folded by ember (see :func:`_fold`); an
+    RDD of the output lines (``bytes``)."""
+    from pyspark import SparkFiles
+
+    def fold(blocks: Iterable[bytes]) -> Iterator[bytes]:
+        return _fold(SparkFiles.get(exe_name), job, blocks, final)
+
+    return _shuffle(lines, reducers).mapPartitions(fold)
+
+
+def stream(
+    data: Any,
+    job: str,
+    args: Sequence[str] = (),
+    *,
+    binary: Optional[Union[str, os.PathLike]] = None,
+    threads: Optional[int] = None,
+    reducers: Optional[int] = None,
+    coalesce: Union[bool, int] = True,
+    feed: str = "auto",
+    column: Optional[str] = None,
+    exclusive: bool = False,
+) -> Any:
+    """Any job of ``ember stream``: ``ember stream map JOB ARGS`` over each
+    executor's share of ``data`` (see :func:`map_partials`); its lines
+    shuffled by key into ``reducers`` partitions (default
+    ``sc.defaultParallelism``); in each, folded by ``ember stream combine
+    JOB``, sorted by key and finished by ``ember stream reduce JOB``.
+    Returns an RDD of ``(key, value)``: the key as ``str`` (unescaped;
+    invalid UTF-8 as surrogate escapes), the value ``str`` exactly as
+    ember printed it."""
+    lines = _map_lines(data, job, args, binary, threads, coalesce, feed, column, exclusive)
+    name = _ship(lines.context, binary)
+    return _reduce(lines, job, name, reducers).map(_entry)
+
+
+def _entry(line: bytes) -> Tuple[str, str]:
+    key, value = _split(line)
+    return _text(unescape(key)), value.decode("utf-8")
+
+
+def _count(line: bytes) -> Tuple[str, int]:
+    word, n = _split(line)
+    return _text(unescape(word)), int(n)
+
+
+def wordcount(
+    data: Any,
+    *,
+    binary: Optional[Union[str, os.PathLike]] = None,
+    threads: Optional[int] = None,
+    reducers: Optional[int] = None,
+    coalesce: Union[bool, int] = True,
+    feed: str = "auto",
+    column: Optional[str] = None,
+    exclusive: bool = False,
+) -> Any:
+    """Word count of an RDD (or DataFrame) of lines: ``RDD[(word, count)]``,
+    the words those of ``ember wordcount`` (runs of ASCII letters,
+    lower-cased), in no particular order. One ``ember stream map
+    wordcount`` per executor counts its share; its lines are shuffled by
+    word into ``reducers`` partitions (default ``sc.defaultParallelism``)
+    and summed there by ``ember stream combine wordcount`` (a count's
+    partial is its result). Options: see :func:`map_partials`."""
+    lines = _map_lines(data, "wordcount", (), binary, threads, coalesce, feed, column, exclusive)
+    name = _ship(lines.context, binary)
+    return _reduce(lines, "wordcount", name, reducers, final=False).map(_count)
+
+
+def _documents(sc: Any, docs: Any, slices: Optional[int]) -> Any:
+    """``docs`` as an RDD of ``(name, text or None)``: an RDD of pairs as
+    it is; paths (a path or a list of files and folders, folders walked as
+    ``ember inverted-index`` walks them) as ``(path, None)``, read by the
+    task. Paths must be readable on the executors (a shared file system)."""
+    from pyspark.rdd import RDD
+
+    if isinstance(docs, RDD):
+        return docs
+    if isinstance(docs, (str, bytes, os.PathLike)):
+        docs = [docs]
+    paths: List[str] = []
+    for p in docs:
+        p = os.fsdecode(p)
+        if os.path.isdir(p):
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                paths.extend(os.path.join(root, f) for f in files)
+        else:
+            paths.append(p)
+    paths = sorted(set(paths), key=lambda p: os.fsencode(p))
+    if slices is None:
+        executors, _ = executor_layout(sc)
+        slices = executors
+    return sc.parallelize([(p, None) for p in paths], max(1, min(slices, len(paths) or 1)))
+
+
+def inverted_index(
+    sc_or_docs: Any,
+    docs: Any = None,
+    *,
+    binary: Optional[Union[str, os.PathLike]] = None,
+    threads: Optional[int] = None,
+    reducers: Optional[int] = None,
+    coalesce: Union[bool, int] = True,
+) -> Any:
+    """Inverted index: ``RDD[(word, [document name, ...])]``, names sorted by
+    their bytes, each once; words as in :func:`wordcount`.
+
+    ``inverted_index(rdd)`` takes an RDD of ``(name, text)`` pairs (text
+    ``str`` or ``bytes``; e.g. ``sc.binaryFiles(...)``);
+    ``inverted_index(sc, paths)`` takes files and folders (walked), named by
+    their paths, which the executors must be able to read.
+
+    In each partition, every document goes to an ``ember stream map
+    inverted-index --doc N`` (N: its number in the partition; ``threads``
+    of them at once, each with one thread), and all their output to one
+    ``ember stream combine inverted-index``, so the partition hands Spark
+    one line per distinct word, its document numbers replaced by the
+    names (any bytes make a name); the partials are shuffled by word,
+    sorted, and folded by ``ember stream reduce inverted-index``."""
+    from pyspark import SparkContext, SparkFiles
+
+    if isinstance(sc_or_docs, SparkContext):
+        sc = sc_or_docs
+        if docs is None:
+            raise TypeError("inverted_index(sc, paths): paths missing")
+        pairs = _documents(sc, docs, None)
+    else:
+        if docs is not None:
+            raise TypeError("inverted_index(rdd) or inverted_index(sc, paths)")
+        pairs = sc_or_docs
+        sc = pairs.context
+    name = _ship(sc, binary)
+    parts, threads = _plan(sc, coalesce, threads)
+    if parts is not None and pairs.getNumPartitions() > parts:
+        pairs = pairs.coalesce(parts)
+
+    def run(documents: Iterable[Tuple[Any, Any]]) -> Iterator[bytes]:
+        return _index_partition(SparkFiles.get(name), threads, documents)
+
+    partials = pairs.mapPartitions(run)
+    return _reduce(partials, "inverted-index", name, reducers).map(_postings)
+
+
+def _postings(line: bytes) -> Tuple[str, List[str]]:
+    word, names = _split(line)
+    return _text(unescape(word)), [_text(unescape(n)) for n in names.split(b",")] if names else []
+
+
+def _map_document(exe: str, number: int, doc: Tuple[Any, Any]) -> bytes:
+    """``ember stream map inverted-index --doc NUMBER`` over one document's
+    text (``doc`` is ``(name, text)``; text None: read the file ``name``);
+    its output."""
+    name, text = doc
+    argv = [exe, "stream", "map", "--threads", "1", "inverted-index", "--doc", str(number)]
+    if text is None:
+        with open(name, "rb") as f:
+            out = subprocess.run(argv, stdin=f, capture_output=True)
+    else:
+        out = subprocess.run(argv, input=_as_bytes(text), capture_output=True)
+    if out.returncode != 0:
+        err = out.stderr.decode("utf-8", "replace").strip()
+        raise RuntimeError(f"`{' '.join(argv)}` exited with status {out.returncode}: {err}")
+    return out.stdout
+
+
+def _index_partition(exe: str, threads: int, documents: Iterable[Tuple[Any, Any]]) -> Iterator[bytes]:
+    """One partition of the inverted index: each document mapped by its own
+    ember process (``threads`` at once), named to it by its number in the
+    partition; all their lines folded by one ``ember stream combine
+    inverted-index``; the numbers in its lists replaced by the documents'
+    names (escaped, so any bytes, commas included, make a name)."""
+    combine = _Proc([exe, "stream", "combine", "inverted-index"])
+    names: List[bytes] = []  # escaped, by number
+    lock = threading.Lock()
+    failure: list = []
+
+    def map_one(number: int, doc: Tuple[Any, Any]) -> None:
+        out = _map_document(exe, number, doc)
+        if out:
+            with lock:
+                combine.proc.stdin.write(out)
+
+    def feeder() -> None:
+        try:
+            # At most `threads` documents mapping and as many waiting, so
+            # a partition's texts are never all in memory at once.
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                pending: List[Any] = []
+                for doc in documents:
+                    name = doc[0]
+                    names.append(escape(name if isinstance(name, bytes) else os.fsencode(name), comma=True))
+                    pending.append(pool.submit(map_one, len(names) - 1, doc))
+                    if len(pending) >= 2 * threads:
+                        pending.pop(0).result()
+                for f in pending:
+                    f.result()
+        except BaseException as e:  # noqa: BLE001 - raised by the reader
+            failure.append(e)
+        finally:
+            try:
+                combine.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+
+    writer = threading.Thread(target=feeder, daemon=True)
+    writer.start()
+    done = False
+    try:
+        for line in combine.proc.stdout:
+            word, numbers = _split(line[:-1] if line.endswith(b"\n") else line)
+            yield word + b"\t" + b",".join(names[int(n)] for n in numbers.split(b","))
+        writer.join()
+        if failure:
+            raise failure[0]
+        combine.finish()
+        done = True
+    finally:
+        if not done:
+            combine.kill()
+            writer.join()
