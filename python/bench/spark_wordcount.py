@@ -17,7 +17,11 @@ contenders (--only):
   df             spark.read.text, split/explode, groupBy().count()
   ember          ember.spark.wordcount(sc.textFile(...)): one ember per
                  executor with all its cores, lines piped from the JVM
-  ember-python   the same, lines fed by the Python worker (feed="python")
+  ember-files    ember.spark.wordcount(ember.spark.text_files(...)): the
+                 same, but each executor reads its byte ranges of the file
+                 itself and copies them to ember as they are
+  ember-python   lines from sc.textFile fed by the Python worker
+                 (feed="python")
   ember-tasks    one ember per input partition (coalesce=False), each with
                  spark.task.cpus threads
 
@@ -101,10 +105,18 @@ def feed_python(spark, path):
     return lines.mapPartitions(lambda it: es._pipe(["sh", "-c", "cat >/dev/null"], it)).count()
 
 
+def run_ember_files(spark, path, args):
+    from ember import spark as es
+
+    data = es.text_files(spark.sparkContext, path)
+    return totals(es.wordcount(data, binary=args.binary, threads=args.threads))
+
+
 CONTENDERS = {
     "rdd": run_rdd,
     "df": run_df,
     "ember": run_ember,
+    "ember-files": run_ember_files,
     "ember-python": lambda s, p, a: run_ember(s, p, a, feed="python"),
     "ember-tasks": lambda s, p, a: run_ember(s, p, a, coalesce=False),
 }
@@ -157,7 +169,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--binary", default=None, help="the ember binary (default: $EMBER_BIN, PATH)")
     ap.add_argument("--threads", type=int, default=None, help="ember threads (default: the executor's cores)")
-    ap.add_argument("--only", default="rdd,df,ember,ember-python,ember-tasks")
+    ap.add_argument("--only", default="rdd,df,ember,ember-files,ember-python,ember-tasks")
     ap.add_argument("--driver-memory", default="4g")
     args = ap.parse_args()
     names = args.only.split(",")

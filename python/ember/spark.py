@@ -74,20 +74,23 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 __all__ = [
+    "TextFiles",
     "escape",
     "executor_layout",
     "find_binary",
     "inverted_index",
     "map_partials",
     "stream",
+    "text_files",
     "unescape",
     "wordcount",
 ]
 
 #: Lines written to ember per write call on the Python feed.
 _BATCH = 4096
-#: Bytes of map output lines per shuffled block.
-_BLOCK = 1 << 20
+#: Bytes of ember's output read at a time: the chunks of whole lines the
+#: map side hands the shuffle, and the reduce side parses.
+_CHUNK = 4 << 20
 
 _ESCAPE_RE = re.compile(rb"\\(x[0-9A-Fa-f]{2}|t|n|r|\\)")
 _SIMPLE = {b"t": b"\t", b"n": b"\n", b"r": b"\r", b"\\": b"\\"}
@@ -329,16 +332,28 @@ def _feed(proc: _Proc, lines: Iterable[Any], failure: list, raw: bool) -> None:
 
 def _pipe(argv: List[str], lines: Iterable[Any], raw: bool = False) -> Iterator[bytes]:
     """Runs ``argv`` with ``lines`` on its standard input (written by a
-    thread; ``raw``: blocks of whole lines); yields its output lines
-    (bytes, newline removed)."""
+    thread; ``raw``: chunks of whole lines, written as they are); yields
+    its output in chunks of whole lines (about :data:`_CHUNK` bytes, each
+    line ending in a newline)."""
     proc = _Proc(argv)
     failure: list = []
     writer = threading.Thread(target=_feed, args=(proc, lines, failure, raw), daemon=True)
     writer.start()
     done = False
     try:
-        for out in proc.proc.stdout:
-            yield out[:-1] if out.endswith(b"\n") else out
+        rest = b""
+        while True:
+            data = proc.proc.stdout.read(_CHUNK)
+            if not data:
+                break
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest += data
+                continue
+            yield rest + data[:cut]
+            rest = data[cut:]
+        if rest:
+            yield rest + b"\n"
         writer.join()
         if failure:
             raise failure[0]
@@ -350,6 +365,30 @@ def _pipe(argv: List[str], lines: Iterable[Any], raw: bool = False) -> Iterator[
             writer.join()
 
 
+def _lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines of chunks of whole lines, newlines removed."""
+    for chunk in chunks:
+        lines = chunk.split(b"\n")
+        lines.pop()
+        yield from lines
+
+
+def _chunked(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """Lines (no newlines) as chunks of whole lines."""
+    batch: List[bytes] = []
+    size = 0
+    for line in lines:
+        batch.append(line)
+        size += len(line) + 1
+        if size >= _CHUNK:
+            batch.append(b"")
+            yield b"\n".join(batch)
+            batch, size = [], 0
+    if batch:
+        batch.append(b"")
+        yield b"\n".join(batch)
+
+
 def _split(line: bytes) -> Tuple[bytes, bytes]:
     key, tab, value = line.partition(b"\t")
     if not tab:
@@ -359,6 +398,90 @@ def _split(line: bytes) -> Tuple[bytes, bytes]:
 
 # ---------------------------------------------------------------------------
 # The map side
+
+
+class TextFiles:
+    """Text files as the input of a job, read by the executors themselves
+    in byte ranges (see :func:`text_files`)."""
+
+    def __init__(self, sc: Any, splits: List[Tuple[str, int, int]]) -> None:
+        self.context = sc
+        self.splits = splits
+
+    def __repr__(self) -> str:
+        files = len({p for p, _, _ in self.splits})
+        return f"TextFiles({files} files, {len(self.splits)} splits)"
+
+
+def text_files(sc: Any, paths: Any, *, split_size: int = 128 << 20) -> TextFiles:
+    """Files and folders (walked) of text as a job's input, for
+    :func:`wordcount`, :func:`stream` and :func:`map_partials`: cut into
+    ``split_size`` byte ranges (a line belongs to the range its first byte
+    is in), which the executors read themselves and copy to ember's
+    standard input as they are: no line goes through the JVM or Python
+    one at a time. The paths must be readable on the executors (local
+    files in local mode, or a shared file system); for HDFS and the like,
+    pass ``sc.textFile(...)`` instead."""
+    if split_size < 1:
+        raise ValueError(f"split_size must be positive, not {split_size!r}")
+    splits = []
+    for path in _walk(paths):
+        size = os.path.getsize(path)
+        splits.extend((path, start, min(size, start + split_size)) for start in range(0, size, split_size))
+    return TextFiles(sc, splits)
+
+
+def _read_split(path: str, start: int, end: int) -> Iterator[bytes]:
+    """The lines of ``path`` whose first byte is in ``[start, end)``, in
+    chunks of bytes as the file holds them."""
+    with open(path, "rb") as f:
+        pos = start
+        if start > 0:
+            # The first line starts after the first newline at or after
+            # start - 1.
+            f.seek(start - 1)
+            pos = start - 1
+            while True:
+                data = f.read(1 << 16)
+                if not data:
+                    return
+                i = data.find(b"\n")
+                if i >= 0:
+                    pos += i + 1
+                    f.seek(pos)
+                    break
+                pos += len(data)
+        last = b"\n"
+        while pos < end:
+            data = f.read(min(_CHUNK, end - pos))
+            if not data:
+                return
+            pos += len(data)
+            last = data[-1:]
+            yield data
+        # The last line began before `end`: read it to its newline.
+        while last != b"\n":
+            data = f.read(1 << 16)
+            if not data:
+                return
+            i = data.find(b"\n")
+            if i >= 0:
+                yield data[: i + 1]
+                return
+            yield data
+
+
+def _read_splits(splits: Iterable[Tuple[str, int, int]]) -> Iterator[bytes]:
+    """The bytes of ``splits`` in turn, a newline added after a file whose
+    last line has none (so it does not run into the next split's)."""
+    last = b"\n"
+    for path, start, end in splits:
+        if last != b"\n":
+            yield b"\n"
+            last = b"\n"
+        for data in _read_split(path, start, end):
+            last = data[-1:]
+            yield data
 
 
 def _lines_rdd(data: Any, column: Optional[str]) -> Tuple[Any, Any]:
@@ -419,11 +542,11 @@ def map_partials(
     ``sc.textFile`` RDDs and DataFrames), ``"python"`` from the Python
     worker, ``"auto"`` the JVM where it can. ``exclusive``: see the
     module's notes."""
-    lines = _map_lines(data, job, args, binary, threads, coalesce, feed, column, exclusive)
-    return lines.map(_split)
+    chunks = _map_chunks(data, job, args, binary, threads, coalesce, feed, column, exclusive)
+    return chunks.mapPartitions(lambda it: map(_split, _lines(it)))
 
 
-def _map_lines(
+def _map_chunks(
     data: Any,
     job: str,
     args: Sequence[str],
@@ -434,13 +557,30 @@ def _map_lines(
     column: Optional[str],
     exclusive: bool,
 ) -> Any:
-    """:func:`map_partials`'s lines as ember printed them (``bytes``)."""
+    """:func:`map_partials`'s output as ember printed it: an RDD of chunks
+    of whole lines (``bytes``)."""
     from pyspark import SparkFiles
     from pyspark.rdd import RDD
-    from pyspark.serializers import UTF8Deserializer
+    from pyspark.serializers import CPickleSerializer
 
     if feed not in ("auto", "jvm", "python"):
         raise ValueError(f"feed must be 'auto', 'jvm' or 'python', not {feed!r}")
+    if isinstance(data, TextFiles):
+        sc = data.context
+        name = _ship(sc, binary)
+        parts, threads = _plan(sc, coalesce, threads)
+        if feed == "jvm":
+            raise ValueError("feed='jvm' needs an RDD the JVM reads (sc.textFile) or a DataFrame")
+        splits = sc.parallelize(data.splits, max(1, min(parts or len(data.splits), len(data.splits))))
+        job_args = [str(a) for a in args]
+
+        def run_splits(its: Iterable[Tuple[str, int, int]]) -> Iterator[bytes]:
+            argv = _map_argv(SparkFiles.get(name), job, job_args, threads)
+            return _pipe(argv, _read_splits(its), raw=True)
+
+        out = splits.mapPartitions(run_splits)
+        return _with_resources(out, threads) if exclusive else out
+
     rdd, jrdd = _lines_rdd(data, column)
     sc = rdd.context
     name = _ship(sc, binary)
@@ -457,7 +597,10 @@ def _map_lines(
         exe = SparkFiles.get(name) if _is_local(sc) else os.path.join(".", name)
         argv = _map_argv(exe, job, args, threads)
         piped = jrdd.pipe(argv, {}, False, 1 << 20, "UTF-8")
-        out = RDD(piped, sc, UTF8Deserializer(use_unicode=False))
+        # The JVM pickles ember's lines in batches (lists of str): Python
+        # never reads them one at a time.
+        batches = RDD(sc._jvm.SerDeUtil.javaToPython(piped), sc, CPickleSerializer())
+        out = batches.map(_joined)
         return _with_resources(out, threads) if exclusive else out
 
     if parts is not None and rdd.getNumPartitions() > parts:
@@ -469,6 +612,11 @@ def _map_lines(
 
     out = rdd.mapPartitions(run)
     return _with_resources(out, threads) if exclusive else out
+
+
+def _joined(batch: Sequence[str]) -> bytes:
+    """A batch of lines (``str``) as a chunk of whole lines."""
+    return ("\n".join(batch) + "\n").encode("utf-8")
 
 
 def _with_resources(rdd: Any, cpus: int) -> Any:
@@ -498,38 +646,52 @@ def _key(line: bytes) -> bytes:
     return line[:i]
 
 
-def _to_blocks(reducers: int) -> Callable[[Iterable[bytes]], Iterator[Tuple[int, bytes]]]:
-    """A map task's ``key<TAB>partial`` lines as ``(reducer, block)``
-    pairs: each block about 1 MiB of whole lines, all of one reducer (the
-    key's CRC-32 modulo ``reducers``). Spark shuffles the blocks as they
-    are, ember's own text: far fewer and smaller records than a pair per
-    key."""
+def _fields(chunk: Any) -> Tuple[List[Any], List[Any]]:
+    """The keys and the values of a chunk (``bytes`` or ``str``) of
+    ``key<TAB>value`` lines, split in bulk (each line holds exactly one
+    tab: keys and values escape theirs)."""
+    nl, tab = ("\n", "\t") if isinstance(chunk, str) else (b"\n", b"\t")
+    n = chunk.count(nl)
+    parts = chunk.replace(nl, tab).split(tab)
+    if len(parts) != 2 * n + 1:
+        for line in chunk.split(nl)[:-1]:
+            if line.count(tab) != 1:
+                raise ValueError(f"ember.spark: not a key<TAB>value line: {line[:200]!r}")
+    return parts[0:-1:2], parts[1::2]
 
-    def to_blocks(lines: Iterable[bytes]) -> Iterator[Tuple[int, bytes]]:
-        buckets: List[List[bytes]] = [[] for _ in range(reducers)]
-        sizes = [0] * reducers
+
+def _to_blocks(reducers: int) -> Callable[[Iterable[bytes]], Iterator[Tuple[int, bytes]]]:
+    """Chunks of ``key<TAB>partial`` lines as ``(reducer, block)`` pairs:
+    each chunk's lines grouped by reducer (the key's CRC-32 modulo
+    ``reducers``). Spark shuffles the blocks as they are, ember's own
+    text: far fewer and smaller records than a pair per key."""
+
+    def to_blocks(chunks: Iterable[bytes]) -> Iterator[Tuple[int, bytes]]:
         crc = zlib.crc32
-        for line in lines:
-            r = crc(_key(line)) % reducers if reducers > 1 else 0
-            buckets[r].append(line)
-            sizes[r] += len(line) + 1
-            if sizes[r] >= _BLOCK:
-                buckets[r].append(b"")
-                yield r, b"\n".join(buckets[r])
-                buckets[r], sizes[r] = [], 0
-        for r, bucket in enumerate(buckets):
-            if bucket:
-                bucket.append(b"")
-                yield r, b"\n".join(bucket)
+        for chunk in chunks:
+            if reducers == 1:
+                yield 0, chunk
+                continue
+            buckets: List[List[bytes]] = [[] for _ in range(reducers)]
+            add = [bucket.append for bucket in buckets]
+            lines = chunk.split(b"\n")
+            lines.pop()
+            for line in lines:
+                # A line without a tab goes wherever: ember refuses it there.
+                add[crc(line[: line.find(b"\t")]) % reducers](line)
+            for r, bucket in enumerate(buckets):
+                if bucket:
+                    bucket.append(b"")
+                    yield r, b"\n".join(bucket)
 
     return to_blocks
 
 
-def _shuffle(lines: Any, reducers: Optional[int]) -> Any:
-    """Map output lines shuffled by key: an RDD of blocks of lines, every
-    line of a key in the same one of ``reducers`` partitions."""
-    n = _reducers(lines.context, reducers)
-    blocks = lines.mapPartitions(_to_blocks(n))
+def _shuffle(chunks: Any, reducers: Optional[int]) -> Any:
+    """Map output chunks shuffled by key: an RDD of blocks of lines, all
+    the lines of a key in the same one of ``reducers`` partitions."""
+    n = _reducers(chunks.context, reducers)
+    blocks = chunks.mapPartitions(_to_blocks(n))
     return blocks.partitionBy(n, _identity).values()
 
 
@@ -537,28 +699,65 @@ def _identity(r: int) -> int:
     return r
 
 
+_LOW_BYTES = re.compile(rb"[\x00-\x08]")
+
+
+def _by_key(chunks: Iterable[bytes]) -> bytes:
+    """The lines of ``chunks`` sorted by key (byte order), as one chunk."""
+    data = b"".join(chunks)
+    lines = data.split(b"\n")
+    lines.pop()
+    if _LOW_BYTES.search(data):
+        lines.sort(key=_key)
+    else:
+        # No key byte sorts below the tab, so lines sort as their keys do.
+        lines.sort()
+    lines.append(b"")
+    return b"\n".join(lines)
+
+
 def _fold(exe: str, job: str, blocks: Iterable[bytes], final: bool) -> Iterator[bytes]:
     """One reduce partition: its blocks of ``key<TAB>partial`` lines folded
     by ``ember stream combine JOB`` into a line per key and, when
     ``final``, those sorted by key and made results by ``ember stream
-    reduce JOB``; the output lines."""
+    reduce JOB``; the output, in chunks of whole lines."""
     combined = _pipe([exe, "stream", "combine", job], blocks, raw=True)
     if not final:
         return combined
-    ordered = sorted(combined, key=_key)
-    return _pipe([exe, "stream", "reduce", job], ordered)
+    return _pipe([exe, "stream", "reduce", job], [_by_key(combined)], raw=True)
 
 
-def _reduce(lines: Any, job: str, exe_name: str, reducers: Optional[int], final: bool = True) -> Any:
-    """The reduce side: map output ``lines`` shuffled by key into
+def _reduce(chunks: Any, job: str, exe_name: str, reducers: Optional[int], final: bool = True) -> Any:
+    """The reduce side: map output ``chunks`` shuffled by key into
     ``reducers`` partitions and folded by ember (see :func:`_fold`); an
-    RDD of the output lines (``bytes``)."""
+    RDD of chunks of output lines (``bytes``)."""
     from pyspark import SparkFiles
 
     def fold(blocks: Iterable[bytes]) -> Iterator[bytes]:
         return _fold(SparkFiles.get(exe_name), job, blocks, final)
 
-    return _shuffle(lines, reducers).mapPartitions(fold)
+    return _shuffle(chunks, reducers).mapPartitions(fold)
+
+
+def _text_fields(chunk: bytes) -> Tuple[List[str], List[str]]:
+    """The keys (unescaped, as ``str``) and the values (as printed) of a
+    chunk of ``key<TAB>value`` lines, in bulk."""
+    text = chunk.decode("utf-8")
+    keys, values = _fields(text)
+    if "\\" in text:
+        keys = [_text(unescape(k)) for k in keys]
+    return keys, values
+
+
+def _entries(chunks: Iterable[bytes]) -> Iterator[Tuple[str, str]]:
+    for chunk in chunks:
+        yield from zip(*_text_fields(chunk))
+
+
+def _counts(chunks: Iterable[bytes]) -> Iterator[Tuple[str, int]]:
+    for chunk in chunks:
+        keys, values = _text_fields(chunk)
+        yield from zip(keys, map(int, values))
 
 
 def stream(
@@ -582,19 +781,9 @@ def stream(
     Returns an RDD of ``(key, value)``: the key as ``str`` (unescaped;
     invalid UTF-8 as surrogate escapes), the value ``str`` exactly as
     ember printed it."""
-    lines = _map_lines(data, job, args, binary, threads, coalesce, feed, column, exclusive)
-    name = _ship(lines.context, binary)
-    return _reduce(lines, job, name, reducers).map(_entry)
-
-
-def _entry(line: bytes) -> Tuple[str, str]:
-    key, value = _split(line)
-    return _text(unescape(key)), value.decode("utf-8")
-
-
-def _count(line: bytes) -> Tuple[str, int]:
-    word, n = _split(line)
-    return _text(unescape(word)), int(n)
+    chunks = _map_chunks(data, job, args, binary, threads, coalesce, feed, column, exclusive)
+    name = _ship(chunks.context, binary)
+    return _reduce(chunks, job, name, reducers).mapPartitions(_entries)
 
 
 def wordcount(
@@ -615,9 +804,28 @@ def wordcount(
     word into ``reducers`` partitions (default ``sc.defaultParallelism``)
     and summed there by ``ember stream combine wordcount`` (a count's
     partial is its result). Options: see :func:`map_partials`."""
-    lines = _map_lines(data, "wordcount", (), binary, threads, coalesce, feed, column, exclusive)
-    name = _ship(lines.context, binary)
-    return _reduce(lines, "wordcount", name, reducers, final=False).map(_count)
+    chunks = _map_chunks(data, "wordcount", (), binary, threads, coalesce, feed, column, exclusive)
+    name = _ship(chunks.context, binary)
+    return _reduce(chunks, "wordcount", name, reducers, final=False).mapPartitions(_counts)
+
+
+def _walk(paths: Any) -> List[str]:
+    """Every file named by ``paths`` (a path or a list of files and
+    folders; folders walked), each once, sorted by their bytes."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    found: List[str] = []
+    for p in paths:
+        p = os.fsdecode(p)
+        if os.path.isdir(p):
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                found.extend(os.path.join(root, f) for f in files)
+        elif os.path.exists(p):
+            found.append(p)
+        else:
+            raise FileNotFoundError(f"ember.spark: no such file or folder: {p!r}")
+    return sorted(set(found), key=os.fsencode)
 
 
 def _documents(sc: Any, docs: Any, slices: Optional[int]) -> Any:
@@ -629,18 +837,7 @@ def _documents(sc: Any, docs: Any, slices: Optional[int]) -> Any:
 
     if isinstance(docs, RDD):
         return docs
-    if isinstance(docs, (str, bytes, os.PathLike)):
-        docs = [docs]
-    paths: List[str] = []
-    for p in docs:
-        p = os.fsdecode(p)
-        if os.path.isdir(p):
-            for root, dirs, files in os.walk(p):
-                dirs.sort()
-                paths.extend(os.path.join(root, f) for f in files)
-        else:
-            paths.append(p)
-    paths = sorted(set(paths), key=lambda p: os.fsencode(p))
+    paths = _walk(docs)
     if slices is None:
         executors, _ = executor_layout(sc)
         slices = executors
@@ -689,15 +886,16 @@ def inverted_index(
         pairs = pairs.coalesce(parts)
 
     def run(documents: Iterable[Tuple[Any, Any]]) -> Iterator[bytes]:
-        return _index_partition(SparkFiles.get(name), threads, documents)
+        return _chunked(_index_partition(SparkFiles.get(name), threads, documents))
 
     partials = pairs.mapPartitions(run)
-    return _reduce(partials, "inverted-index", name, reducers).map(_postings)
+    return _reduce(partials, "inverted-index", name, reducers).mapPartitions(_postings)
 
 
-def _postings(line: bytes) -> Tuple[str, List[str]]:
-    word, names = _split(line)
-    return _text(unescape(word)), [_text(unescape(n)) for n in names.split(b",")] if names else []
+def _postings(chunks: Iterable[bytes]) -> Iterator[Tuple[str, List[str]]]:
+    for chunk in chunks:
+        for word, names in zip(*_text_fields(chunk)):
+            yield word, [_text(unescape(n)) for n in names.split(",")] if names else []
 
 
 def _map_document(exe: str, number: int, doc: Tuple[Any, Any]) -> bytes:
@@ -762,7 +960,7 @@ def _index_partition(exe: str, threads: int, documents: Iterable[Tuple[Any, Any]
     try:
         for line in combine.proc.stdout:
             word, numbers = _split(line[:-1] if line.endswith(b"\n") else line)
-            yield word + b"\t" + b",".join(names[int(n)] for n in numbers.split(b","))
+            yield word + b"\t" + b",".join([names[int(n)] for n in numbers.split(b",")])
         writer.join()
         if failure:
             raise failure[0]

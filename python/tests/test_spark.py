@@ -48,6 +48,19 @@ def test_escape_round_trips():
     assert es.escape(b"a,b\t\\\xff", comma=True) == b"a\\x2cb\\t\\\\\\xff"
 
 
+@pytest.mark.parametrize("split_size", [1, 7, 100, 4096, 1 << 20])
+def test_file_splits_cover_every_line_once(tmp_path, split_size):
+    f = tmp_path / "t.txt"
+    data = b"one\ntwo words\n\n\nthree\nlast line without newline"
+    f.write_bytes(data)
+    splits = es.text_files(None, [f], split_size=split_size).splits
+    assert splits[0][1] == 0 and splits[-1][2] == len(data)
+    pieces = [b"".join(es._read_split(*s)) for s in splits]
+    assert b"".join(pieces) == data
+    whole = [p for p in pieces if p]
+    assert all(p.endswith(b"\n") for p in whole[:-1])  # whole lines
+
+
 def test_layout_from_master(spark):
     assert es.executor_layout(spark.sparkContext) == (1, 2)
 
@@ -73,6 +86,19 @@ def test_wordcount_python_feed_equals_cli(cli, exe, spark, inputs, coalesce, tmp
     got = es.wordcount(rdd, binary=exe, coalesce=coalesce, reducers=3)
     assert got.getNumPartitions() == 3
     assert dict(got.collect()) == want
+
+
+@pytest.mark.parametrize("coalesce", [True, False])
+def test_wordcount_text_files_equals_cli(cli, exe, spark, inputs, tmp_path, coalesce):
+    """Files read by the executors in byte ranges (small ones here, so
+    that lines and words straddle them), one without a last newline."""
+    tail = tmp_path / "tail.txt"
+    tail.write_bytes(b"words at the end\nand no newline")
+    files = [*inputs["texts"], tail]
+    want = cli_wordcount(cli, files, tmp_path)
+    data = es.text_files(spark.sparkContext, files, split_size=100_000)
+    assert len(data.splits) > len(files)
+    assert dict(es.wordcount(data, binary=exe, coalesce=coalesce).collect()) == want
 
 
 def test_wordcount_dataframe_equals_cli(cli, exe, spark, inputs, tmp_path):

@@ -41,6 +41,8 @@ def test_local_cluster_equals_cli(cli, exe, inputs, cluster, tmp_path):
     py_lines = sc.parallelize([l for f in inputs["texts"] for l in f.read_bytes().split(b"\n")], 6)
     assert dict(es.wordcount(py_lines, binary=exe).collect()) == want
     assert {k: int(v) for k, v in es.stream(lines, "wordcount", binary=exe).collect()} == want
+    files = es.text_files(sc, inputs["texts"], split_size=100_000)
+    assert dict(es.wordcount(files, binary=exe).collect()) == want
     want_index = cli_index(cli, [inputs["docs"]], tmp_path)
     assert dict(es.inverted_index(sc, [inputs["docs"]], binary=exe).collect()) == want_index
 
