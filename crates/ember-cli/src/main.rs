@@ -21,6 +21,7 @@ mod pca;
 mod progress;
 mod report;
 mod sort;
+mod stream;
 mod string_match;
 mod wordcount;
 
@@ -58,6 +59,10 @@ enum Command {
     Pca(pca::Args),
     /// Multiply two integer matrices (a map-only job).
     MatrixMultiply(matrix_multiply::Args),
+    /// Run built-in jobs as the mapper, combiner and reducer of Hadoop
+    /// Streaming, Spark's `pipe` or a shell pipeline (`key<TAB>value` lines).
+    #[command(subcommand)]
+    Stream(stream::Stream),
     /// Write a self-contained HTML report of a run from its --stats-json
     /// and/or --trace files.
     Report(report::Args),
@@ -83,6 +88,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => wordcount::demo(a),
         Command::Wordcount(a) => wordcount::run(a),
         Command::Report(a) => report::run(a),
+        Command::Stream(s) => stream::run(s),
         Command::Histogram(a) => histogram::run(a),
         Command::LinearRegression(a) => linear_regression::run(a),
         Command::StringMatch(a) => string_match::run(a),
