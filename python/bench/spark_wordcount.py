@@ -140,9 +140,10 @@ def shuffle_bytes(sc, group):
     details = getattr(store, "stageData$default$3")()
     quantiles = getattr(store, "stageData$default$5")()
     written = read = records = 0
-    for job in tracker.getJobIdsForGroup(group):
+    stages = []
+    for job in sorted(tracker.getJobIdsForGroup(group)):
         info = tracker.getJobInfo(job)
-        for stage in info.stageIds if info else []:
+        for stage in sorted(info.stageIds) if info else []:
             try:
                 attempts = store.stageData(stage, False, details, False, quantiles)
             except Exception:  # noqa: BLE001 - a stage skipped (its shuffle reused)
@@ -152,7 +153,11 @@ def shuffle_bytes(sc, group):
                 written += s.shuffleWriteBytes()
                 read += s.shuffleReadBytes()
                 records += s.shuffleWriteRecords()
-    return written, read, records
+                sub, done = s.submissionTime(), s.completionTime()
+                if sub.isDefined() and done.isDefined():
+                    secs = (done.get().getTime() - sub.get().getTime()) / 1000
+                    stages.append(f"{s.numTasks()} tasks {secs:.2f} s")
+    return written, read, records, stages
 
 
 def fmt_bytes(n):
@@ -231,7 +236,8 @@ def main():
             if rnd > 0:
                 results[n].append(secs)
             print(f"  round {rnd}{' (warm-up)' if rnd == 0 else ''}: {n:13} {secs:7.2f} s, "
-                  f"shuffle write {fmt_bytes(shuffles[n][0])}", flush=True)
+                  f"shuffle write {fmt_bytes(shuffles[n][0])}; stages: {', '.join(shuffles[n][3])}",
+                  flush=True)
     feeds = {}
     for name, feed in (("jvm", feed_jvm), ("python", feed_python)):
         t = time.perf_counter()

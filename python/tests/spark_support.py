@@ -79,20 +79,17 @@ def inputs(cli, tmp_path_factory):
     return {"texts": texts, "docs": docs}
 
 
-def cli_wordcount(cli, files, tmp_path):
-    """`ember wordcount FILES -o OUT` as {word: count}."""
-    out = tmp_path / "wc.tsv"
-    cli("wordcount", *files, "-o", out)
-    return {w: int(n) for w, n in (l.split("\t") for l in out.read_text().splitlines())}
+def cli_wordcount(cli, files):
+    """`ember wordcount FILES -o -` as {word: count}."""
+    out = cli("wordcount", *files, "-o", "-").stdout.decode()
+    return {w: int(n) for w, n in (l.split("\t") for l in out.splitlines())}
 
 
 def cli_index(cli, paths, tmp_path):
     """The CLI's index with document ids replaced by the documents' paths,
     each word's names sorted by their bytes."""
     doc_list = tmp_path / "docs.tsv"
-    out_file = tmp_path / "ii.tsv"
-    cli("inverted-index", *paths, "-o", out_file, "--doc-list", doc_list)
-    out = out_file.read_text()
+    out = cli("inverted-index", *paths, "-o", "-", "--doc-list", doc_list).stdout.decode()
     names = [l.split("\t", 1)[1] for l in doc_list.read_text().splitlines()]
     want = {}
     for line in out.splitlines():

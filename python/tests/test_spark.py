@@ -66,7 +66,7 @@ def test_layout_from_master(spark):
 
 
 def test_wordcount_text_file_equals_cli(cli, exe, spark, inputs, tmp_path):
-    want = cli_wordcount(cli, inputs["texts"], tmp_path)
+    want = cli_wordcount(cli, inputs["texts"])
     sc = spark.sparkContext
     lines = sc.textFile(",".join(map(str, inputs["texts"])), minPartitions=4)
     got = es.wordcount(lines, binary=exe)
@@ -80,7 +80,7 @@ def test_wordcount_text_file_equals_cli(cli, exe, spark, inputs, tmp_path):
 def test_wordcount_python_feed_equals_cli(cli, exe, spark, inputs, coalesce, tmp_path):
     """Lines held by Python (bytes, invalid UTF-8 kept), fed to ember by the
     Python worker; one ember per executor, per partition, or three."""
-    want = cli_wordcount(cli, inputs["texts"], tmp_path)
+    want = cli_wordcount(cli, inputs["texts"])
     lines = [l for f in inputs["texts"] for l in f.read_bytes().split(b"\n")]
     rdd = spark.sparkContext.parallelize(lines, 5)
     got = es.wordcount(rdd, binary=exe, coalesce=coalesce, reducers=3)
@@ -95,14 +95,14 @@ def test_wordcount_text_files_equals_cli(cli, exe, spark, inputs, tmp_path, coal
     tail = tmp_path / "tail.txt"
     tail.write_bytes(b"words at the end\nand no newline")
     files = [*inputs["texts"], tail]
-    want = cli_wordcount(cli, files, tmp_path)
+    want = cli_wordcount(cli, files)
     data = es.text_files(spark.sparkContext, files, split_size=100_000)
     assert len(data.splits) > len(files)
     assert dict(es.wordcount(data, binary=exe, coalesce=coalesce).collect()) == want
 
 
 def test_wordcount_dataframe_equals_cli(cli, exe, spark, inputs, tmp_path):
-    want = cli_wordcount(cli, inputs["texts"], tmp_path)
+    want = cli_wordcount(cli, inputs["texts"])
     df = spark.read.text([str(f) for f in inputs["texts"]])
     assert dict(es.wordcount(df, binary=exe).collect()) == want
     both = df.selectExpr("value AS line", "length(value) AS n")
@@ -113,7 +113,7 @@ def test_wordcount_dataframe_equals_cli(cli, exe, spark, inputs, tmp_path):
 
 def test_stream_wordcount_equals_cli(cli, exe, spark, inputs, tmp_path):
     """The general path: ember stream map, shuffle, sort, ember stream reduce."""
-    want = cli_wordcount(cli, inputs["texts"], tmp_path)
+    want = cli_wordcount(cli, inputs["texts"])
     lines = spark.sparkContext.textFile(",".join(map(str, inputs["texts"])))
     got = es.stream(lines, "wordcount", binary=exe, reducers=2).collect()
     assert {k: int(v) for k, v in got} == want

@@ -35,7 +35,7 @@ def test_local_cluster_equals_cli(cli, exe, inputs, cluster, tmp_path):
     each feed, and the inverted index over files."""
     sc = cluster.sparkContext
     assert es.executor_layout(sc) == (2, 1)
-    want = cli_wordcount(cli, inputs["texts"], tmp_path)
+    want = cli_wordcount(cli, inputs["texts"])
     lines = sc.textFile(",".join(map(str, inputs["texts"])), minPartitions=6)
     assert dict(es.wordcount(lines, binary=exe).collect()) == want
     py_lines = sc.parallelize([l for f in inputs["texts"] for l in f.read_bytes().split(b"\n")], 6)
@@ -51,6 +51,6 @@ def test_exclusive_asks_the_whole_executor(cli, exe, inputs, cluster, tmp_path):
     """exclusive=True: the ember stage's tasks ask for the executor's cores
     (a task resource profile), and the result is the same."""
     sc = cluster.sparkContext
-    want = cli_wordcount(cli, inputs["texts"], tmp_path)
+    want = cli_wordcount(cli, inputs["texts"])
     lines = sc.textFile(",".join(map(str, inputs["texts"])), minPartitions=6)
     assert dict(es.wordcount(lines, binary=exe, exclusive=True).collect()) == want
