@@ -56,13 +56,6 @@ def exe(cli):
 
 
 @pytest.fixture(scope="module")
-def spark():
-    s = _session("local[2]")
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
 def inputs(cli, tmp_path_factory):
     """Text files (two generated, one of odd bytes) and a folder of
     documents (generated, plus odd ones with non-ASCII names)."""

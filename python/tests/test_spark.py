@@ -16,7 +16,7 @@ pyspark = pytest.importorskip("pyspark")
 
 from ember import spark as es  # noqa: E402
 
-from spark_support import ODD_TEXT, cli_index, cli_wordcount, exe, inputs, session  # noqa: E402,F401
+from spark_support import cli_index, cli_wordcount, exe, inputs, session  # noqa: E402,F401
 
 
 @pytest.fixture(scope="module")
