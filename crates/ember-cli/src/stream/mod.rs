@@ -12,7 +12,8 @@ use crate::common::RunArgs;
 #[derive(Subcommand)]
 pub(crate) enum Stream {
     /// Map standard input: one `key<TAB>partial` line per distinct key,
-    /// combined over all the input (not one line per record), sorted by key.
+    /// combined over all the input (not one line per record), sorted by the
+    /// key's text.
     Map(MapArgs),
     /// Fold `key<TAB>partial` lines, in any order, into one line per key.
     Combine(FoldArgs),
