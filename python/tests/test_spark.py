@@ -61,6 +61,16 @@ def test_file_splits_cover_every_line_once(tmp_path, split_size):
     assert all(p.endswith(b"\n") for p in whole[:-1])  # whole lines
 
 
+def test_reduce_input_is_sorted_by_key_text(exe):
+    """Keys with bytes that sort below the tab ("a\x01" before "a" as
+    lines, after it as keys) still reach `ember stream reduce` in key order."""
+    chunks = [b"b\t1\na\x01\t2\n", b"a\t3\nA\\tb\t4\n"]
+    ordered = es._by_key(chunks)
+    assert ordered == b"A\\tb\t4\na\t3\na\x01\t2\nb\t1\n"
+    out = b"".join(es._pipe([exe, "stream", "reduce", "wordcount"], [ordered], raw=True))
+    assert out == ordered
+
+
 def test_layout_from_master(spark):
     assert es.executor_layout(spark.sparkContext) == (1, 2)
 
