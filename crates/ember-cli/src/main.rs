@@ -21,6 +21,7 @@ mod pca;
 mod progress;
 mod report;
 mod sort;
+mod stream;
 mod string_match;
 mod wordcount;
 
@@ -68,6 +69,10 @@ enum Command {
     /// workload's bench has its command's name).
     #[command(subcommand)]
     Bench(bench::Bench),
+    /// Run MapReduce jobs whose map and reduce are shell commands
+    /// (Hadoop Streaming's contract), on all cores.
+    #[command(subcommand)]
+    Stream(stream::Stream),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +98,7 @@ fn main() -> ExitCode {
         Command::MatrixMultiply(a) => matrix_multiply::run(a),
         Command::Gen(g) => gen::run(g),
         Command::Bench(b) => bench::run(b),
+        Command::Stream(s) => stream::run(s),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
