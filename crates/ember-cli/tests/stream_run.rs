@@ -108,7 +108,7 @@ fn python_word_count_equals_ember_wordcount() {
     let reference = fx.reference();
     for opts in [
         &["--mappers", "2", "--reducers", "2"][..],
-        &["--mappers", "1", "--reducers", "1", "--split-size", "1KiB"],
+        &["--mappers", "1", "--reducers", "1", "--split-size", "2KiB"],
         &["--mappers", "3", "--reducers", "5", "--split-size", "7KiB"],
         &[],
     ] {

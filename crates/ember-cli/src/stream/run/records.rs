@@ -30,9 +30,21 @@ pub(super) fn key_of(record: &[u8]) -> &[u8] {
     memchr::memchr(b'\t', line).map_or(line, |i| &line[..i])
 }
 
+/// The first 8 bytes of `key` as a big-endian number, zero-padded: keys
+/// compare as their prefixes do, or equal prefixes.
+fn prefix(key: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    let n = key.len().min(8);
+    bytes[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(bytes)
+}
+
 /// One line of a buffer of map output, by offsets into the buffer.
 #[derive(Debug, Clone, Copy)]
 struct Line {
+    /// The first 8 bytes of its key, big-endian, zero-padded: most
+    /// comparisons end here without reading the buffer.
+    prefix: u64,
     /// Its partition.
     part: u32,
     start: u32,
@@ -70,6 +82,7 @@ impl<'a> Sorted<'a> {
             let line = &data[start..end];
             let key_len = memchr::memchr(b'\t', line).unwrap_or(line.len());
             lines.push(Line {
+                prefix: prefix(&line[..key_len]),
                 part: partition(&line[..key_len], partitions),
                 start: start as u32,
                 key_end: (start + key_len) as u32,
@@ -78,7 +91,13 @@ impl<'a> Sorted<'a> {
             start = end + 1;
         }
         let key = |l: &Line| &data[l.start as usize..l.key_end as usize];
-        lines.sort_by(|a, b| a.part.cmp(&b.part).then_with(|| key(a).cmp(key(b))));
+        // Unstable, but ties broken by position: the stable order.
+        lines.sort_unstable_by(|a, b| {
+            (a.part, a.prefix)
+                .cmp(&(b.part, b.prefix))
+                .then_with(|| key(a).cmp(key(b)))
+                .then(a.start.cmp(&b.start))
+        });
         Ok(Sorted { data, lines })
     }
 
@@ -150,6 +169,17 @@ mod tests {
             all.extend(part);
         }
         assert_eq!(all.len(), out.len());
+    }
+
+    #[test]
+    fn keys_sharing_their_first_8_bytes_sort_by_the_rest() {
+        let data = b"abcdefghZ\t1\nabcdefghA\t2\na\0\t3\na\t4\nabcdefghA\t5\n";
+        let mut out = Vec::new();
+        Sorted::new(data, 1).unwrap().write(None, &mut out).unwrap();
+        assert_eq!(
+            out,
+            b"a\t4\na\0\t3\nabcdefghA\t2\nabcdefghA\t5\nabcdefghZ\t1\n"
+        );
     }
 
     #[test]

@@ -109,6 +109,8 @@ impl Shuffle {
 /// going to the earlier run.
 struct Head {
     line: Vec<u8>,
+    /// The length of the line's key.
+    key_len: usize,
     run: usize,
 }
 
@@ -118,17 +120,25 @@ impl Head {
         line.clear();
         Ok(match r.read_until(b'\n', &mut line)? {
             0 => None,
-            _ => Some(Head { line, run }),
+            _ => Some(Head {
+                key_len: key_of(&line).len(),
+                line,
+                run,
+            }),
         })
+    }
+}
+
+impl Head {
+    fn key(&self) -> &[u8] {
+        &self.line[..self.key_len]
     }
 }
 
 impl Ord for Head {
     fn cmp(&self, other: &Self) -> CmpOrdering {
         // Reversed: `BinaryHeap` is a max-heap.
-        key_of(&other.line)
-            .cmp(key_of(&self.line))
-            .then(other.run.cmp(&self.run))
+        other.key().cmp(self.key()).then(other.run.cmp(&self.run))
     }
 }
 
