@@ -206,6 +206,21 @@ fn lines_sort_by_key_bytes_stably_and_a_tabless_line_gains_a_tab() {
 }
 
 #[test]
+fn a_files_last_line_reaches_the_mapper_with_a_newline() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "x\ny").unwrap();
+    std::fs::write(dir.path().join("b.txt"), "z").unwrap();
+    let args = ["--mapper", "wc -l", "--reducer", "cat", "--reducers", "1"];
+    let out = stream(
+        dir.path(),
+        dir.path(),
+        &[&args[..], &["a.txt", "b.txt"]].concat(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"1\t\n2\t\n");
+}
+
+#[test]
 fn commands_see_hadoops_environment_variables() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "1\n2\n3\n").unwrap();

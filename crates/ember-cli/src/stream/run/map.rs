@@ -35,7 +35,12 @@ pub(super) fn map_split(job: &Job<'_>, i: usize) -> Result<()> {
         ],
     };
     let mut seq = 0;
-    let feed = |w: &mut dyn io::Write| w.write_all(data);
+    // Every line ends with a newline, the file's last one too, as Hadoop
+    // feeds lines to a mapper.
+    let feed = |w: &mut dyn io::Write| match data.last() {
+        Some(&b) if b != b'\n' => w.write_all(data).and_then(|()| w.write_all(b"\n")),
+        _ => w.write_all(data),
+    };
     command::run(&task, &job.ctl, Stdio::piped(), feed, |out| {
         let out = out.expect("stdout is piped");
         read_buffers(out, job.sort_buffer, |buf| {
