@@ -47,8 +47,8 @@ sort buffer of its output (--sort-buffer, with a 24-byte index per line) \
 and, with a combiner, the combiner's output for it; sorted map output goes \
 to an unnamed temporary file in --spill-dir (removed when ember exits, \
 however it exits), about the size of the map (or combiner) output; each \
-reducer is fed by a merge that holds at most 16 MiB of read buffers, and \
-writes to a temporary file there too.
+reducer is fed by a merge that holds 16 MiB of read buffers (4 KiB a run \
+at the least), and writes to a temporary file there too.
 
 A command that exits non-zero or on a signal ends the job: ember kills the \
 others, prints one line naming the command, its split or partition, its \
