@@ -43,7 +43,7 @@ mappers and combiners, the partition for reducers) and \
 mapreduce_task_ismap.
 
 Memory: the input files are memory-mapped; each running mapper holds one \
-sort buffer of its output (--sort-buffer, with a 24-byte index per line) \
+sort buffer of its output (--sort-buffer, with a 32-byte index per line) \
 and, with a combiner, the combiner's output for it; sorted map output goes \
 to an unnamed temporary file in --spill-dir (removed when ember exits, \
 however it exits), about the size of the map (or combiner) output; each \

@@ -30,21 +30,21 @@ pub(super) fn key_of(record: &[u8]) -> &[u8] {
     memchr::memchr(b'\t', line).map_or(line, |i| &line[..i])
 }
 
-/// The first 8 bytes of `key` as a big-endian number, zero-padded: keys
-/// compare as their prefixes do, or equal prefixes.
-fn prefix(key: &[u8]) -> u64 {
-    let mut bytes = [0u8; 8];
-    let n = key.len().min(8);
+/// The first 16 bytes of `key` as a big-endian number, zero-padded: keys
+/// compare as their prefixes do, or have equal prefixes.
+fn prefix(key: &[u8]) -> u128 {
+    let mut bytes = [0u8; 16];
+    let n = key.len().min(16);
     bytes[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(bytes)
+    u128::from_be_bytes(bytes)
 }
 
 /// One line of a buffer of map output, by offsets into the buffer.
 #[derive(Debug, Clone, Copy)]
 struct Line {
-    /// The first 8 bytes of its key, big-endian, zero-padded: most
+    /// The first 16 bytes of its key, big-endian, zero-padded: most
     /// comparisons end here without reading the buffer.
-    prefix: u64,
+    prefix: u128,
     /// Its partition.
     part: u32,
     start: u32,
@@ -91,11 +91,18 @@ impl<'a> Sorted<'a> {
             start = end + 1;
         }
         let key = |l: &Line| &data[l.start as usize..l.key_end as usize];
+        let len = |l: &Line| l.key_end - l.start;
+        // Equal prefixes: keys of at most 16 bytes are equal up to the
+        // shorter one and zeros after it, so the shorter comes first.
+        let rest = |a: &Line, b: &Line| match len(a) <= 16 && len(b) <= 16 {
+            true => len(a).cmp(&len(b)),
+            false => key(a).cmp(key(b)),
+        };
         // Unstable, but ties broken by position: the stable order.
         lines.sort_unstable_by(|a, b| {
             (a.part, a.prefix)
                 .cmp(&(b.part, b.prefix))
-                .then_with(|| key(a).cmp(key(b)))
+                .then_with(|| rest(a, b))
                 .then(a.start.cmp(&b.start))
         });
         Ok(Sorted { data, lines })
@@ -172,14 +179,42 @@ mod tests {
     }
 
     #[test]
-    fn keys_sharing_their_first_8_bytes_sort_by_the_rest() {
-        let data = b"abcdefghZ\t1\nabcdefghA\t2\na\0\t3\na\t4\nabcdefghA\t5\n";
+    fn keys_sharing_their_first_16_bytes_sort_by_the_rest() {
+        let data = b"abcdefghijklmnopZ\t1\nabcdefghijklmnopA\t2\na\0\t3\na\t4\n\
+            abcdefghijklmnopA\t5\nabcdefghijklmnop\t6\nabcdefghijklmnop\0\t7\n";
         let mut out = Vec::new();
         Sorted::new(data, 1).unwrap().write(None, &mut out).unwrap();
-        assert_eq!(
-            out,
-            b"a\t4\na\0\t3\nabcdefghA\t2\nabcdefghA\t5\nabcdefghZ\t1\n"
-        );
+        let want: &[u8] = b"a\t4\na\0\t3\nabcdefghijklmnop\t6\nabcdefghijklmnop\0\t7\n\
+            abcdefghijklmnopA\t2\nabcdefghijklmnopA\t5\nabcdefghijklmnopZ\t1\n";
+        assert_eq!(out, want);
+    }
+
+    #[test]
+    fn the_sort_is_a_stable_sort_by_key_bytes() {
+        // Keys of 0 to 20 bytes from a small alphabet with 0x00 and 0xff,
+        // so that prefixes, padding and long tails tie often.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut data = Vec::new();
+        for i in 0..5000 {
+            for _ in 0..next(21) {
+                data.push([0u8, b'a', b'b', 0xff][next(4) as usize]);
+            }
+            data.extend_from_slice(format!("\t{i}\n").as_bytes());
+        }
+        let mut want: Vec<&[u8]> = data.split_inclusive(|&b| b == b'\n').collect();
+        want.sort_by_key(|rec| key_of(rec));
+        let mut out = Vec::new();
+        Sorted::new(&data, 1)
+            .unwrap()
+            .write(None, &mut out)
+            .unwrap();
+        assert_eq!(out, want.concat());
     }
 
     #[test]
