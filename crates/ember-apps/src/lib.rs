@@ -16,6 +16,7 @@ pub mod matrix_multiply;
 pub mod multijob;
 pub mod pca;
 pub mod sort;
+pub mod stream;
 pub mod string_match;
 pub mod text;
 pub mod wordcount;

@@ -59,6 +59,11 @@ enum Command {
     Pca(pca::Args),
     /// Multiply two integer matrices (a map-only job).
     MatrixMultiply(matrix_multiply::Args),
+    /// Run built-in jobs as the mapper, combiner and reducer of Hadoop
+    /// Streaming, Spark's `pipe` or a shell pipeline (`key<TAB>value` lines),
+    /// or a whole job of commands on all cores (`stream run`).
+    #[command(subcommand)]
+    Stream(stream::Stream),
     /// Write a self-contained HTML report of a run from its --stats-json
     /// and/or --trace files.
     Report(report::Args),
@@ -69,10 +74,6 @@ enum Command {
     /// workload's bench has its command's name).
     #[command(subcommand)]
     Bench(bench::Bench),
-    /// Run MapReduce jobs whose map and reduce are shell commands
-    /// (Hadoop Streaming's contract), on all cores.
-    #[command(subcommand)]
-    Stream(stream::Stream),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +89,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => wordcount::demo(a),
         Command::Wordcount(a) => wordcount::run(a),
         Command::Report(a) => report::run(a),
+        Command::Stream(s) => stream::run(s),
         Command::Histogram(a) => histogram::run(a),
         Command::LinearRegression(a) => linear_regression::run(a),
         Command::StringMatch(a) => string_match::run(a),
@@ -98,7 +100,6 @@ fn main() -> ExitCode {
         Command::MatrixMultiply(a) => matrix_multiply::run(a),
         Command::Gen(g) => gen::run(g),
         Command::Bench(b) => bench::run(b),
-        Command::Stream(s) => stream::run(s),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

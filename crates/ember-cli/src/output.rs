@@ -10,8 +10,8 @@
 //! temporary file still pending and every spill directory in use, kills
 //! the commands of `ember stream` still running, prints one line and
 //! exits with 128 + the signal number (130 for Ctrl-C). A second signal
-//! while that runs exits at once. Either way the target keeps what it held before. Standard output
-//! (`-`) is written as it goes.
+//! while that runs exits at once. Either way the target keeps what it held
+//! before. Standard output (`-`) is written as it goes.
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};

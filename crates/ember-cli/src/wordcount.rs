@@ -22,7 +22,8 @@ pub(crate) struct Args {
     #[arg(long, short = 'k', default_value_t = 20)]
     top: usize,
     /// Write every `word<TAB>count`, sorted by word, to this file (`-`:
-    /// standard output).
+    /// standard output, and the summary line to standard error instead of
+    /// the top words).
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
     #[command(flatten)]
@@ -77,13 +78,21 @@ fn count(
             (out.pairs, out.stats)
         }
     };
-    let mut stdout = std::io::stdout().lock();
-    for (word, n) in &best {
-        stdout.write_all(word.as_bytes())?;
-        writeln!(stdout, "\t{n}")?;
-    }
+    // With every count on standard output (`-o -`), the top words and the
+    // summary would mix into it: the summary goes to standard error.
+    let to_stdout = output.is_some_and(|p| p.as_os_str() == "-");
+    let mut summary: Box<dyn Write> = if to_stdout {
+        Box::new(std::io::stderr().lock())
+    } else {
+        let mut stdout = std::io::stdout().lock();
+        for (word, n) in &best {
+            stdout.write_all(word.as_bytes())?;
+            writeln!(stdout, "\t{n}")?;
+        }
+        Box::new(stdout)
+    };
     writeln!(
-        stdout,
+        summary,
         "# {} words, {} distinct, {:.1} MB in {:.3} s",
         stats.pairs_emitted,
         stats.distinct_keys,

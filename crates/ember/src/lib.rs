@@ -66,6 +66,7 @@ mod sample;
 mod schedule;
 pub mod spill;
 pub mod stats;
+pub mod stream;
 pub mod trace;
 mod unwind;
 

@@ -9,6 +9,8 @@ pub fn ember() -> Command {
 }
 
 /// The names in `dir`, sorted.
+// Each test file compiles this module on its own; not all of them use it.
+#[allow(dead_code)]
 pub fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()

@@ -1,0 +1,226 @@
+//! The three roles of a job in the streaming contract, for any job whose
+//! key, combiner state and output have a [`Text`] form.
+
+use std::collections::btree_map::{BTreeMap, Entry};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use super::partial::Partial;
+use super::text::Text;
+use crate::combine::Combiner;
+use crate::error::{Error, Result};
+use crate::input::Input;
+use crate::job::{Job, StateOf};
+use crate::options::RunOptions;
+use crate::runtime::Runtime;
+use crate::stats::Stats;
+
+/// A job as the streaming contract runs it: `map` over an input, `combine`
+/// and `reduce` over `key<TAB>value` lines. [`Folding`] makes one of any
+/// [`Job`] whose key, combiner state and output are [`Text`].
+pub trait StreamJob: Send + Sync {
+    /// Maps `input` on `runtime` with `opts` and writes the partial
+    /// aggregates: one `key<TAB>state` line per distinct key, in the
+    /// order of the keys' text (the order reduce reads).
+    fn map(
+        &self,
+        runtime: &Runtime,
+        input: &Input<'_>,
+        opts: &RunOptions,
+        out: &mut dyn Write,
+    ) -> Result<Stats>;
+    /// Folds `key<TAB>state` lines, in any order, into one line per key, in
+    /// the order of the keys' text. `name` names the input in errors.
+    fn combine(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()>;
+    /// Folds `key<TAB>state` lines sorted by key (byte order of the key's
+    /// text, as Hadoop and `LC_ALL=C sort` sort them) and writes each key's
+    /// `key<TAB>output` line.
+    fn reduce(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()>;
+}
+
+/// A [`Job`] in the streaming contract: its map output is its combiner's
+/// states, combine merges states, reduce merges them and calls the job's
+/// `reduce`.
+#[derive(Debug)]
+pub struct Folding<J>(pub J);
+
+impl<J> StreamJob for Folding<J>
+where
+    J: Job + Send,
+    J::Key: Text,
+    StateOf<J>: Text,
+    J::Out: Text,
+{
+    fn map(
+        &self,
+        runtime: &Runtime,
+        input: &Input<'_>,
+        opts: &RunOptions,
+        out: &mut dyn Write,
+    ) -> Result<Stats> {
+        let partials = runtime.run_with(&Partial(&self.0), input, opts)?;
+        write_in_text_order(partials.pairs.iter().map(|(k, s)| (k, s)), out)?;
+        Ok(partials.stats)
+    }
+
+    fn combine(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+        let combiner = self.0.combiner();
+        let mut states: BTreeMap<J::Key, StateOf<J>> = BTreeMap::new();
+        Lines::new(name, input, false).each(|key: J::Key, state, _| {
+            match states.entry(key) {
+                Entry::Occupied(mut into) => combiner.merge(into.get_mut(), state),
+                Entry::Vacant(slot) => drop(slot.insert(state)),
+            }
+            Ok(())
+        })?;
+        write_in_text_order(states.iter(), out)
+    }
+
+    fn reduce(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+        let combiner = self.0.combiner();
+        let mut line = Vec::new();
+        let mut finish = |key: J::Key, state| {
+            let value = combiner.finish(state, |r| self.0.reduce(&key, r));
+            write_line(&mut line, &key, &value, out)
+        };
+        let mut group: Option<(J::Key, StateOf<J>)> = None;
+        Lines::new(name, input, true).each(|key: J::Key, state, new_key| {
+            group = match group.take() {
+                Some((k, mut s)) if !new_key => {
+                    combiner.merge(&mut s, state);
+                    Some((k, s))
+                }
+                Some((k, s)) => {
+                    finish(k, s)?;
+                    Some((key, state))
+                }
+                None => Some((key, state)),
+            };
+            Ok(())
+        })?;
+        match group {
+            Some((k, s)) => finish(k, s),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Writes `key<TAB>value<LF>` lines for `pairs`, given in key order, in
+/// the order of the keys' text (which differs where keys have escaped
+/// bytes: a backslash sorts before letters), the order reduce reads.
+fn write_in_text_order<'p, K: Text + 'p, V: Text + 'p>(
+    pairs: impl Iterator<Item = (&'p K, &'p V)>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut text = Vec::new();
+    let mut lines = Vec::new(); // (start, end of key, end)
+    let mut in_order = true;
+    for (key, value) in pairs {
+        let start = text.len();
+        key.write_text(&mut text);
+        let key_end = text.len();
+        if let Some(&(s, k, _)) = lines.last() {
+            in_order &= text[s..k] <= text[start..key_end];
+        }
+        text.push(b'\t');
+        value.write_text(&mut text);
+        text.push(b'\n');
+        lines.push((start, key_end, text.len()));
+    }
+    if !in_order {
+        lines.sort_unstable_by(|a, b| text[a.0..a.1].cmp(&text[b.0..b.1]));
+    }
+    for &(start, _, end) in &lines {
+        out.write_all(&text[start..end])
+            .map_err(|e| Error::io("<output>", e))?;
+    }
+    Ok(())
+}
+
+/// Writes `key<TAB>value<LF>` through the reused buffer `line`.
+fn write_line<K: Text, V: Text>(
+    line: &mut Vec<u8>,
+    key: &K,
+    value: &V,
+    out: &mut dyn Write,
+) -> Result<()> {
+    line.clear();
+    key.write_text(line);
+    line.push(b'\t');
+    value.write_text(line);
+    line.push(b'\n');
+    out.write_all(line).map_err(|e| Error::io("<output>", e))
+}
+
+/// `key<TAB>value` lines read one at a time, with their place for errors.
+struct Lines<'a> {
+    name: &'a str,
+    input: &'a mut dyn BufRead,
+    sorted: bool,
+    offset: u64,
+    number: u64,
+}
+
+impl<'a> Lines<'a> {
+    fn new(name: &'a str, input: &'a mut dyn BufRead, sorted: bool) -> Self {
+        Lines {
+            name,
+            input,
+            sorted,
+            offset: 0,
+            number: 0,
+        }
+    }
+
+    /// Calls `f(key, value, new_key)` for every line, where `new_key` says
+    /// the key's text differs from the line before's. With `sorted`, a key
+    /// whose text sorts before the line before's is an error.
+    fn each<K: Text, V: Text>(
+        &mut self,
+        mut f: impl FnMut(K, V, bool) -> Result<()>,
+    ) -> Result<()> {
+        let mut buf = Vec::new();
+        let mut last_key: Option<Vec<u8>> = None;
+        loop {
+            buf.clear();
+            let n = self
+                .input
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| Error::io(self.name, e))?;
+            if n == 0 {
+                return Ok(());
+            }
+            self.number += 1;
+            let text = buf.strip_suffix(b"\n").unwrap_or(&buf);
+            let (key_text, key, value) = self.parse(text)?;
+            let new_key = last_key.as_deref() != Some(key_text);
+            if new_key {
+                if self.sorted && last_key.as_deref().is_some_and(|last| last > key_text) {
+                    return Err(
+                        self.malformed("keys out of order: input to reduce must be sorted by key")
+                    );
+                }
+                last_key = Some(key_text.to_vec());
+            }
+            f(key, value, new_key)?;
+            self.offset += n as u64;
+        }
+    }
+
+    fn parse<'t, K: Text, V: Text>(&self, text: &'t [u8]) -> Result<(&'t [u8], K, V)> {
+        let tab = memchr::memchr(b'\t', text)
+            .ok_or_else(|| self.malformed("no tab between key and value"))?;
+        let (key_text, value_text) = (&text[..tab], &text[tab + 1..]);
+        let key = K::read_text(key_text).ok_or_else(|| self.malformed("bad key"))?;
+        let value = V::read_text(value_text).ok_or_else(|| self.malformed("bad value"))?;
+        Ok((key_text, key, value))
+    }
+
+    fn malformed(&self, what: &str) -> Error {
+        Error::Malformed {
+            path: PathBuf::from(self.name),
+            offset: self.offset,
+            message: format!("line {}: {what}", self.number),
+        }
+    }
+}
