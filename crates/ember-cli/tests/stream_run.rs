@@ -146,6 +146,23 @@ fn the_reducer_as_combiner_gives_the_same_counts() {
 }
 
 #[test]
+fn embers_own_stream_map_and_reduce_run_as_the_commands() {
+    let fx = Fixture::new("48KiB");
+    let reference = fx.reference();
+    let bin = env!("CARGO_BIN_EXE_ember");
+    let out = ember()
+        .args(["stream", "run", "--reducers", "3", "--split-size", "16KiB"])
+        .args(["--mapper", &format!("'{bin}' stream map -t 1 wordcount")])
+        .args(["--combiner", &format!("'{bin}' stream combine wordcount")])
+        .args(["--reducer", &format!("'{bin}' stream reduce wordcount")])
+        .args(&fx.files)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(lines(&out.stdout), reference);
+}
+
+#[test]
 fn output_does_not_depend_on_mappers_or_split_size() {
     let fx = Fixture::new("24KiB");
     let whole = fx.word_count(&["--mappers", "1", "--reducers", "3", "--split-size", "1GiB"]);
