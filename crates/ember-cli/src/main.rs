@@ -61,7 +61,8 @@ enum Command {
     /// Multiply two integer matrices (a map-only job).
     MatrixMultiply(matrix_multiply::Args),
     /// Run built-in jobs as the mapper, combiner and reducer of Hadoop
-    /// Streaming, Spark's `pipe` or a shell pipeline (`key<TAB>value` lines).
+    /// Streaming, Spark's `pipe` or a shell pipeline (`key<TAB>value` lines),
+    /// or a whole job of commands on all cores (`stream run`).
     #[command(subcommand)]
     Stream(stream::Stream),
     /// Write a self-contained HTML report of a run from its --stats-json

@@ -7,10 +7,11 @@
 //! first (the file's data, then the folder's entry after the rename). On an
 //! error or a panic the temporary file is dropped and removed; on SIGINT,
 //! SIGTERM or SIGHUP the signal thread ([`on_signals`]) removes every
-//! temporary file still pending and every spill directory in use, prints one line and exits with 128 + the
-//! signal number (130 for Ctrl-C). A second signal while that runs exits at
-//! once. Either way the target keeps what it held before. Standard output
-//! (`-`) is written as it goes.
+//! temporary file still pending and every spill directory in use, kills
+//! the commands of `ember stream` still running, prints one line and
+//! exits with 128 + the signal number (130 for Ctrl-C). A second signal
+//! while that runs exits at once. Either way the target keeps what it held
+//! before. Standard output (`-`) is written as it goes.
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -62,6 +63,7 @@ pub(crate) fn on_signals() -> Result<()> {
                     let _ = std::fs::remove_file(f);
                 }
                 ember::spill::remove_live_dirs();
+                crate::stream::kill_children();
                 eprintln!("ember: interrupted");
                 std::process::exit(128 + sig);
             }

@@ -77,6 +77,9 @@ where
                 .unwrap();
             out = combined;
         }
+        // Each output is already in the shuffle's order: reduce reads it.
+        job.reduce("one map output", &mut &out[..], &mut Vec::new())
+            .unwrap();
         mapped.extend(out.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec));
     }
     // The shuffle: lines sorted by their key's text, as Hadoop sorts them.
@@ -175,15 +178,19 @@ fn every_line_is_utf8_and_keys_with_tabs_and_newlines_survive() {
     let text = String::from_utf8(out).expect("valid UTF-8");
     assert_eq!(
         text,
-        "a\\tb\t2\nback\\\\slash\t1\nline\\nbreak\t1\nplain\t1\n\\xff\\xfe\t1\n"
+        // In the order of the text, as a shuffle sorts it: `\` before letters.
+        "\\xff\\xfe\t1\na\\tb\t2\nback\\\\slash\t1\nline\\nbreak\t1\nplain\t1\n"
     );
 }
 
 #[test]
 fn reduce_refuses_unsorted_and_malformed_lines_with_their_place() {
     let job = Folding(Fields);
-    let cases: [(&[u8], &str); 4] = [
+    let cases: [(&[u8], &str); 6] = [
         (b"b\t1\na\t1\n", "line 2: keys out of order"),
+        // Only the text escaping writes: one key, one text.
+        (b"\\x41\t1\n", "line 1: bad key"),
+        (b"\xce\t1\n", "line 1: bad key"),
         (b"a\t1\nb 1\n", "line 2: no tab"),
         (b"a\tx\n", "line 1: bad value"),
         (b"a\\q\t1\n", "line 1: bad key"),

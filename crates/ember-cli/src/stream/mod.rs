@@ -1,6 +1,7 @@
 //! `ember stream`: the built-in jobs as the mapper, combiner and reducer of
 //! an engine that moves `key<TAB>value` lines (Hadoop Streaming, Spark's
-//! `pipe`, a shell pipeline).
+//! `pipe`, a shell pipeline), and `ember stream run`, that engine on all
+//! cores for commands of any language.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -8,11 +9,16 @@ use ember::stream::Role;
 
 use crate::common::RunArgs;
 
+mod run;
+
+pub(crate) use run::kill_children;
+
 /// The streaming contract's roles.
 #[derive(Subcommand)]
 pub(crate) enum Stream {
     /// Map standard input: one `key<TAB>partial` line per distinct key,
-    /// combined over all the input (not one line per record), sorted by key.
+    /// combined over all the input (not one line per record), sorted by the
+    /// key's text.
     Map(MapArgs),
     /// Fold `key<TAB>partial` lines, in any order, into one line per key.
     Combine(FoldArgs),
@@ -21,6 +27,10 @@ pub(crate) enum Stream {
     Reduce(FoldArgs),
     /// List the jobs and what their lines hold.
     Jobs,
+    /// Run a whole job on all cores: split the files at line boundaries,
+    /// one mapper process per split, sort and partition its
+    /// `key<TAB>value` lines by key, one reducer process per partition.
+    Run(run::Args),
 }
 
 /// `ember stream map`.
@@ -64,6 +74,7 @@ pub(crate) fn run(cmd: Stream) -> Result<()> {
                 println!("{name:<16} {about}");
             }
         }
+        Stream::Run(a) => run::run(a)?,
     }
     Ok(())
 }

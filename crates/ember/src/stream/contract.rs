@@ -20,7 +20,8 @@ use crate::stats::Stats;
 /// [`Job`] whose key, combiner state and output are [`Text`].
 pub trait StreamJob: Send + Sync {
     /// Maps `input` on `runtime` with `opts` and writes the partial
-    /// aggregates: one `key<TAB>state` line per distinct key, in key order.
+    /// aggregates: one `key<TAB>state` line per distinct key, in the
+    /// order of the keys' text (the order reduce reads).
     fn map(
         &self,
         runtime: &Runtime,
@@ -29,7 +30,7 @@ pub trait StreamJob: Send + Sync {
         out: &mut dyn Write,
     ) -> Result<Stats>;
     /// Folds `key<TAB>state` lines, in any order, into one line per key, in
-    /// key order. `name` names the input in errors.
+    /// the order of the keys' text. `name` names the input in errors.
     fn combine(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()>;
     /// Folds `key<TAB>state` lines sorted by key (byte order of the key's
     /// text, as Hadoop and `LC_ALL=C sort` sort them) and writes each key's
@@ -58,10 +59,7 @@ where
         out: &mut dyn Write,
     ) -> Result<Stats> {
         let partials = runtime.run_with(&Partial(&self.0), input, opts)?;
-        let mut line = Vec::new();
-        for (key, state) in &partials.pairs {
-            write_line(&mut line, key, state, out)?;
-        }
+        write_in_text_order(partials.pairs.iter().map(|(k, s)| (k, s)), out)?;
         Ok(partials.stats)
     }
 
@@ -75,11 +73,7 @@ where
             }
             Ok(())
         })?;
-        let mut line = Vec::new();
-        for (key, state) in &states {
-            write_line(&mut line, key, state, out)?;
-        }
-        Ok(())
+        write_in_text_order(states.iter(), out)
     }
 
     fn reduce(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
@@ -109,6 +103,38 @@ where
             None => Ok(()),
         }
     }
+}
+
+/// Writes `key<TAB>value<LF>` lines for `pairs`, given in key order, in
+/// the order of the keys' text (which differs where keys have escaped
+/// bytes: a backslash sorts before letters), the order reduce reads.
+fn write_in_text_order<'p, K: Text + 'p, V: Text + 'p>(
+    pairs: impl Iterator<Item = (&'p K, &'p V)>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut text = Vec::new();
+    let mut lines = Vec::new(); // (start, end of key, end)
+    let mut in_order = true;
+    for (key, value) in pairs {
+        let start = text.len();
+        key.write_text(&mut text);
+        let key_end = text.len();
+        if let Some(&(s, k, _)) = lines.last() {
+            in_order &= text[s..k] <= text[start..key_end];
+        }
+        text.push(b'\t');
+        value.write_text(&mut text);
+        text.push(b'\n');
+        lines.push((start, key_end, text.len()));
+    }
+    if !in_order {
+        lines.sort_unstable_by(|a, b| text[a.0..a.1].cmp(&text[b.0..b.1]));
+    }
+    for &(start, _, end) in &lines {
+        out.write_all(&text[start..end])
+            .map_err(|e| Error::io("<output>", e))?;
+    }
+    Ok(())
 }
 
 /// Writes `key<TAB>value<LF>` through the reused buffer `line`.

@@ -4,7 +4,8 @@
 //!
 //! - **map**: the input on standard input; out, one line per distinct key
 //!   with the key's partial aggregate (its combiner's state over all of
-//!   this process's input, not one line per record), in key order.
+//!   this process's input, not one line per record), in the order of the
+//!   key's text.
 //! - **combine**: partial lines in any order; out, one line per key.
 //! - **reduce**: partial lines sorted by key (byte order of the key's text,
 //!   as Hadoop's shuffle and `LC_ALL=C sort` sort them); out, one

@@ -13,10 +13,12 @@
 //! | carriage return         | `\r`       |
 //! | a byte not part of valid UTF-8 | `\xHH` (two lower-case hex digits) |
 //!
-//! Reading accepts `\xHH` for any byte, so a list of byte strings can
-//! escape its separator too (a comma as `\x2c`). Equal byte strings always
-//! have equal text, so an engine that groups lines by the key's text groups
-//! them by key.
+//! [`unescape`] reads `\xHH` for any byte, so a list of byte strings can
+//! escape its separator too (a comma as `\x2c`). A key reads only from
+//! the text [`escape`] writes for it: one key, one text, so an engine that
+//! groups lines by the key's text groups them by key. The text's byte
+//! order is not the key's (a backslash sorts before letters): outputs are
+//! written in the text's order, the order a shuffle sorts them in.
 
 use crate::key::Bytes;
 
@@ -124,12 +126,18 @@ fn unescaped(after: &[u8]) -> Option<(u8, usize)> {
     }
 }
 
+/// Reads only the text [`escape`] writes (no `\\x41` for `A`, no raw
+/// invalid UTF-8), so that a key has one text: lines that a shuffle groups
+/// by the key's text are grouped by key.
 impl Text for Bytes {
     fn write_text(&self, out: &mut Vec<u8>) {
         escape(self.as_bytes(), b"", out);
     }
     fn read_text(text: &[u8]) -> Option<Self> {
-        Some(Bytes::new(&unescape(text)?))
+        let bytes = unescape(text)?;
+        let mut canonical = Vec::with_capacity(text.len());
+        escape(&bytes, b"", &mut canonical);
+        (canonical == text).then(|| Bytes::new(&bytes))
     }
 }
 
