@@ -117,14 +117,10 @@ fn write_in_text_order<'p, K: Text + 'p, V: Text + 'p>(
     let mut in_order = true;
     for (key, value) in pairs {
         let start = text.len();
-        key.write_text(&mut text);
-        let key_end = text.len();
+        let key_end = push_line(&mut text, key, value);
         if let Some(&(s, k, _)) = lines.last() {
             in_order &= text[s..k] <= text[start..key_end];
         }
-        text.push(b'\t');
-        value.write_text(&mut text);
-        text.push(b'\n');
         lines.push((start, key_end, text.len()));
     }
     if !in_order {
@@ -145,11 +141,19 @@ fn write_line<K: Text, V: Text>(
     out: &mut dyn Write,
 ) -> Result<()> {
     line.clear();
-    key.write_text(line);
-    line.push(b'\t');
-    value.write_text(line);
-    line.push(b'\n');
+    push_line(line, key, value);
     out.write_all(line).map_err(|e| Error::io("<output>", e))
+}
+
+/// Appends `key<TAB>value<LF>` to `text`; returns where the key's text
+/// ends in it.
+fn push_line<K: Text, V: Text>(text: &mut Vec<u8>, key: &K, value: &V) -> usize {
+    key.write_text(text);
+    let key_end = text.len();
+    text.push(b'\t');
+    value.write_text(text);
+    text.push(b'\n');
+    key_end
 }
 
 /// `key<TAB>value` lines read one at a time, with their place for errors.
@@ -180,7 +184,8 @@ impl<'a> Lines<'a> {
         mut f: impl FnMut(K, V, bool) -> Result<()>,
     ) -> Result<()> {
         let mut buf = Vec::new();
-        let mut last_key: Option<Vec<u8>> = None;
+        // The text of the line before's key (reused: no allocation per key).
+        let mut last_key = Vec::new();
         loop {
             buf.clear();
             let n = self
@@ -193,14 +198,15 @@ impl<'a> Lines<'a> {
             self.number += 1;
             let text = buf.strip_suffix(b"\n").unwrap_or(&buf);
             let (key_text, key, value) = self.parse(text)?;
-            let new_key = last_key.as_deref() != Some(key_text);
+            let new_key = self.number == 1 || last_key != key_text;
             if new_key {
-                if self.sorted && last_key.as_deref().is_some_and(|last| last > key_text) {
+                if self.sorted && self.number > 1 && last_key.as_slice() > key_text {
                     return Err(
                         self.malformed("keys out of order: input to reduce must be sorted by key")
                     );
                 }
-                last_key = Some(key_text.to_vec());
+                last_key.clear();
+                last_key.extend_from_slice(key_text);
             }
             f(key, value, new_key)?;
             self.offset += n as u64;
