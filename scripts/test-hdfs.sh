@@ -219,8 +219,9 @@ if [ -n "$measure" ]; then
   h=$(echo "${times[hdfs]}" | median)
   m=$(echo "${times[local-mmap]}" | median)
   c=$(echo "${times[local-chunked]}" | median)
-  echo "median: hdfs $h s, local (mmap) $m s, local (chunked reads) $c s"
-  echo "hdfs / local mmap = $(echo "scale=2; $h / $m" | bc), hdfs / local chunked = $(echo "scale=2; $h / $c" | bc)"
+  printf 'median: hdfs %.3f s, local (mmap) %.3f s, local (chunked reads) %.3f s\n' "$h" "$m" "$c"
+  printf 'hdfs / local mmap = %.2f, hdfs / local chunked = %.2f\n' \
+    "$(echo "scale=4; $h / $m" | bc)" "$(echo "scale=4; $h / $c" | bc)"
   echo "(a one-node minicluster on this machine, its JVM sharing the cores with ember)"
 fi
 
