@@ -61,11 +61,7 @@ for p in "$ember" "$python" "$root"; do
     case "$p" in *[[:space:]]*) fail "'$p' has a space in its path: Hadoop's command splitter would cut it" ;; esac
 done
 
-if [ -f "$root/examples/streaming/wc_mapper.py" ] && [ -f "$root/examples/streaming/wc_reducer.py" ]; then
-    pydir=$root/examples/streaming
-else
-    pydir=$root/scripts/hadoop
-fi
+pydir=$root/examples/streaming
 
 keep=${KEEP:-0}
 if [ $# -ge 1 ]; then

@@ -71,11 +71,14 @@ pub(crate) fn on_signals() -> Result<()> {
     Ok(())
 }
 
-/// Where a command writes: standard output, or a file that appears only
-/// when [`Sink::finish`] is called.
+/// Where a command writes: standard output, a file that appears only
+/// when [`Sink::finish`] is called, or a target that is not a regular file
+/// (`/dev/null`, a named pipe), written in place: renaming a file over it
+/// would replace the device or pipe with a plain file.
 pub(crate) enum Sink {
     Stdout(BufWriter<io::StdoutLock<'static>>),
     File(Pending),
+    Special(BufWriter<std::fs::File>),
 }
 
 /// A temporary file on its way to `target`.
@@ -100,6 +103,13 @@ pub(crate) fn create(path: &Path) -> Result<Sink> {
         return Ok(Sink::Stdout(BufWriter::new(io::stdout().lock())));
     }
     let cannot = || format!("cannot create '{}'", path.display());
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .with_context(cannot)?;
+        return Ok(Sink::Special(BufWriter::new(file)));
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -138,6 +148,7 @@ impl Sink {
     pub(crate) fn finish(self) -> Result<()> {
         match self {
             Sink::Stdout(mut w) => Ok(w.flush()?),
+            Sink::Special(mut w) => Ok(w.flush()?),
             Sink::File(p) => p.finish(),
         }
     }
@@ -185,6 +196,7 @@ impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Sink::Stdout(w) => w.write(buf),
+            Sink::Special(w) => w.write(buf),
             Sink::File(p) => p.file.write(buf),
         }
     }
@@ -192,6 +204,7 @@ impl Write for Sink {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
             Sink::Stdout(w) => w.write_all(buf),
+            Sink::Special(w) => w.write_all(buf),
             Sink::File(p) => p.file.write_all(buf),
         }
     }
@@ -199,6 +212,7 @@ impl Write for Sink {
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Sink::Stdout(w) => w.flush(),
+            Sink::Special(w) => w.flush(),
             Sink::File(p) => p.file.flush(),
         }
     }
@@ -238,6 +252,26 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
         let tmp = dir.path().to_path_buf();
         assert!(!pending().iter().any(|p| p.starts_with(&tmp)));
+    }
+
+    #[test]
+    fn a_named_pipe_is_written_in_place_and_stays_a_pipe() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        let mut w = create(&fifo).unwrap();
+        w.write_all(b"through the pipe").unwrap();
+        w.finish().unwrap();
+        assert_eq!(reader.join().unwrap(), b"through the pipe");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(names(dir.path()), vec!["pipe"]);
     }
 
     #[test]
