@@ -33,7 +33,8 @@ pub(super) fn open(args: &[PathBuf]) -> Result<ember::Input<'static>> {
             parts.push(local(arg)?);
             continue;
         }
-        let url = Url::parse(utf8(arg)?)?;
+        // A URL is UTF-8 (`is_url`).
+        let url = Url::parse(&arg.to_string_lossy())?;
         let client = match clients.get(&url.authority) {
             Some(c) => c.clone(),
             None => {
@@ -55,14 +56,6 @@ pub(super) fn open(args: &[PathBuf]) -> Result<ember::Input<'static>> {
         }
     }
     Ok(ember::Input::readers(parts))
-}
-
-/// Fails on an argument that names HDFS but is not valid UTF-8.
-fn utf8(arg: &Path) -> Result<&str> {
-    match arg.to_str() {
-        Some(s) => Ok(s),
-        None => bail!("malformed HDFS URL '{}': not UTF-8", arg.display()),
-    }
 }
 
 /// A local file beside HDFS URLs: streamed like them.
