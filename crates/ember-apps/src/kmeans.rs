@@ -304,19 +304,26 @@ fn assign_wide(dims: usize, means: &[i32], points: impl Source, acc: &mut Accum)
         for (j, x) in p.iter_mut().enumerate() {
             *x = points.get(first + j);
         }
-        let mut best = (i128::MAX, 0);
-        for (c, m) in means.chunks_exact(dims).enumerate() {
-            let s: i128 = p
-                .iter()
-                .zip(m)
-                .map(|(&x, &y)| (x as i128 - y as i128).pow(2))
-                .sum();
-            if s < best.0 {
-                best = (s, c);
-            }
-        }
-        acc.add(best.1, &p);
+        acc.add(nearest(&p, means), &p);
     }
+}
+
+/// The cluster of point `p` by the definition (the module's notes): the
+/// nearest of `means` (`p.len()` coordinates each) by exact squared
+/// distance, ties to the lowest index.
+pub(crate) fn nearest(p: &[i32], means: &[i32]) -> usize {
+    let mut best = (i128::MAX, 0);
+    for (c, m) in means.chunks_exact(p.len()).enumerate() {
+        let s: i128 = p
+            .iter()
+            .zip(m)
+            .map(|(&x, &y)| (x as i128 - y as i128).pow(2))
+            .sum();
+        if s < best.0 {
+            best = (s, c);
+        }
+    }
+    best.1
 }
 
 /// One iteration as a MapReduce job.

@@ -229,7 +229,7 @@ impl Targets {
     /// Calls `found(target index, line offset)` for every matching line of
     /// `data`, whose first byte is at offset `base`. Line ends are found 64
     /// bytes at a time as a bit mask.
-    fn scan(&self, data: &[u8], base: u64, mut found: impl FnMut(u32, u64)) {
+    pub(crate) fn scan(&self, data: &[u8], base: u64, mut found: impl FnMut(u32, u64)) {
         let mut start = 0;
         let mut at = 0;
         for block in data.chunks_exact(64) {

@@ -235,6 +235,17 @@ pub(crate) fn write_output(
     w.finish()
 }
 
+/// Where a command's summary goes: standard output, or standard error when
+/// the results themselves go to standard output (`-o -`), so that the two
+/// never mix.
+pub(crate) fn summary_out(output: Option<&Path>) -> Box<dyn Write> {
+    if output.is_some_and(|p| p == Path::new("-")) {
+        Box::new(std::io::stderr().lock())
+    } else {
+        Box::new(std::io::stdout().lock())
+    }
+}
+
 /// Fails on an empty list of input files.
 pub(crate) fn need_files(files: &[PathBuf]) -> Result<()> {
     if files.is_empty() {

@@ -8,7 +8,7 @@ use clap::Args as ClapArgs;
 use ember_apps::kmeans::{self, Clustering, Params};
 use ember_apps::matrix::MatrixSpec;
 
-use crate::common::{write_output, RunArgs};
+use crate::common::{summary_out, write_output, RunArgs};
 use crate::numeric;
 use crate::progress::progress_while;
 
@@ -101,7 +101,12 @@ pub(crate) fn run(a: Args) -> Result<()> {
     // The runs read the matrix's map, not an input of theirs.
     input.check_unchanged()?;
     write_output(a.output.as_deref(), |w| write_clusters(&c, w))?;
-    summarize(&c, points.rows, stats.total_secs);
+    summarize(
+        &c,
+        points.rows,
+        stats.total_secs,
+        &mut summary_out(a.output.as_deref()),
+    )?;
     a.run.report(&stats)
 }
 
@@ -118,31 +123,35 @@ fn write_clusters(c: &Clustering, w: &mut dyn Write) -> Result<()> {
 }
 
 /// Prints the outcome, the spread of cluster sizes and the largest clusters.
-fn summarize(c: &Clustering, points: usize, secs: f64) {
+fn summarize(c: &Clustering, points: usize, secs: f64, out: &mut dyn Write) -> Result<()> {
     let k = c.sizes.len();
     let outcome = if c.converged {
         "converged after"
     } else {
         "not converged after"
     };
-    println!(
+    writeln!(
+        out,
         "k-means: {points} points x {} dims, {k} clusters: {outcome} {} iterations in {secs:.3} s",
         c.dims, c.iterations
-    );
+    )?;
     let mut order: Vec<usize> = (0..k).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(c.sizes[i]), i));
     let size = |rank: usize| c.sizes[order[rank]];
-    println!(
+    writeln!(
+        out,
         "cluster sizes: largest {}, median {}, smallest {}",
         size(0),
         size(k / 2),
         size(k - 1)
-    );
+    )?;
     for &i in order.iter().take(5) {
-        println!(
+        writeln!(
+            out,
             "cluster {i:>4}: {:>8} points, mean {:?}",
             c.sizes[i],
             c.mean(i)
-        );
+        )?;
     }
+    Ok(())
 }

@@ -1,5 +1,6 @@
 //! `ember matrix-multiply` and `ember gen matmul`.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -7,7 +8,7 @@ use clap::Args as ClapArgs;
 use ember_apps::matrix::{self, MatrixSpec};
 use ember_apps::matrix_multiply::{self, Product};
 
-use crate::common::{write_output, RunArgs};
+use crate::common::{summary_out, write_output, RunArgs};
 use crate::numeric;
 
 /// `ember matrix-multiply`.
@@ -67,31 +68,39 @@ pub(crate) fn run(a: Args) -> Result<()> {
     write_output(a.output.as_deref(), |mut w| {
         Ok(matrix::write(c.rows, c.cols, &c.values(), &mut w)?)
     })?;
-    summarize(&c, ma.cols, stats.total_secs);
+    summarize(
+        &c,
+        ma.cols,
+        stats.total_secs,
+        &mut summary_out(a.output.as_deref()),
+    )?;
     a.run.report(&stats)
 }
 
 /// Prints the shape, the speed, a checksum and a corner of C.
-fn summarize(c: &Product, inner: usize, secs: f64) {
+fn summarize(c: &Product, inner: usize, secs: f64, out: &mut dyn Write) -> Result<()> {
     let macs = (c.rows * c.cols * inner) as f64;
-    println!(
+    writeln!(
+        out,
         "matrix multiply: {} x {inner} times {inner} x {}: {:.3} s, {:.2} GMAC/s",
         c.rows,
         c.cols,
         secs,
         macs / secs.max(1e-9) / 1e9
-    );
+    )?;
     let checksum = c
         .iter_rows()
         .flatten()
         .fold(0i32, |s, &v| s.wrapping_add(v));
-    println!("checksum (wrapping sum of C): {checksum}");
+    writeln!(out, "checksum (wrapping sum of C): {checksum}")?;
     for i in 0..c.rows.min(3) {
         let row = c.row(i);
-        println!(
+        writeln!(
+            out,
             "C[{i}][..{}] = {:?}",
             row.len().min(4),
             &row[..row.len().min(4)]
-        );
+        )?;
     }
+    Ok(())
 }

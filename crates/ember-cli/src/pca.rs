@@ -8,7 +8,7 @@ use clap::Args as ClapArgs;
 use ember_apps::matrix::MatrixSpec;
 use ember_apps::pca::{self, Pca};
 
-use crate::common::{write_output, RunArgs};
+use crate::common::{summary_out, write_output, RunArgs};
 use crate::numeric;
 
 /// `ember pca`.
@@ -59,7 +59,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     // The runs read the matrix's map, not an input of theirs.
     input.check_unchanged()?;
     write_output(a.output.as_deref(), |w| write_results(&p, w))?;
-    summarize(&p, stats.total_secs);
+    summarize(&p, stats.total_secs, &mut summary_out(a.output.as_deref()))?;
     a.run.report(&stats)
 }
 
@@ -84,27 +84,33 @@ fn write_results(p: &Pca, w: &mut dyn Write) -> Result<()> {
 
 /// Prints the shape, the spread of the means and variances, and the
 /// covariance sum Phoenix prints.
-fn summarize(p: &Pca, secs: f64) {
+fn summarize(p: &Pca, secs: f64, out: &mut dyn Write) -> Result<()> {
     let rows = p.rows();
-    println!(
+    writeln!(
+        out,
         "pca: {rows} rows x {} columns: means and {} covariances in {secs:.3} s",
         p.cols,
         rows * (rows + 1) / 2
-    );
+    )?;
     if rows == 0 {
-        return;
+        return Ok(());
     }
-    let spread = |what: &str, v: &mut dyn Iterator<Item = f64>| {
+    let mut spread = |what: &str, v: &mut dyn Iterator<Item = f64>| {
         let (lo, hi, sum, n) = v.fold((f64::MAX, f64::MIN, 0.0, 0usize), |(lo, hi, s, n), x| {
             (lo.min(x), hi.max(x), s + x, n + 1)
         });
-        println!(
+        writeln!(
+            out,
             "{what:<10} min {lo:.3}, mean {:.3}, max {hi:.3}",
             sum / n as f64
-        );
+        )
     };
-    spread("means", &mut (0..rows).map(|i| p.mean(i)));
-    spread("variances", &mut (0..rows).map(|i| p.cov(i, i)));
+    spread("means", &mut (0..rows).map(|i| p.mean(i)))?;
+    spread("variances", &mut (0..rows).map(|i| p.cov(i, i)))?;
     let upper: f64 = p.upper.iter().flatten().sum();
-    println!("covariance sum (upper triangle, diagonal included): {upper:.3}");
+    writeln!(
+        out,
+        "covariance sum (upper triangle, diagonal included): {upper:.3}"
+    )?;
+    Ok(())
 }

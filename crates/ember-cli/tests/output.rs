@@ -211,3 +211,46 @@ fn output_files_get_the_usual_mode() {
     assert_eq!(mode(&old), 0o640);
     assert_ne!(std::fs::read(&old).unwrap(), b"before");
 }
+
+/// With `-o -` the results alone are on standard output (the summary goes
+/// to standard error), byte for byte what `-o FILE` writes.
+#[test]
+fn standard_output_holds_only_the_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let pca = generated(dir.path(), "pca", ["--rows", "6"], 1);
+    let points = generated(dir.path(), "kmeans", ["--points", "300"], 2);
+    let factor = generated(dir.path(), "matrix-multiply", ["--n", "5"], 3);
+    let jobs: [&[&str]; 3] = [&["kmeans", "-k", "4"], &["pca"], &["matrix-multiply"]];
+    for (job, inputs) in jobs
+        .iter()
+        .zip([vec![&points], vec![&pca], vec![&factor, &factor]])
+    {
+        let file = dir.path().join("out");
+        let run = |out: &Path| {
+            let o = ember()
+                .args(*job)
+                .args(&inputs)
+                .arg("-o")
+                .arg(out)
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{job:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            o
+        };
+        let to_file = run(&file);
+        assert!(
+            !to_file.stdout.is_empty(),
+            "{job:?}: a summary on standard output"
+        );
+        let to_stdout = run(Path::new("-"));
+        assert_eq!(to_stdout.stdout, std::fs::read(&file).unwrap(), "{job:?}");
+        assert!(
+            !to_stdout.stderr.is_empty(),
+            "{job:?}: the summary on standard error"
+        );
+    }
+}

@@ -1,7 +1,8 @@
 //! `ember stream map|combine|reduce` as separate processes, with the
 //! shuffle between them done here (lines sorted by key, as Hadoop's
-//! shuffle sorts them), against `ember wordcount` and `ember
-//! inverted-index` on the same files.
+//! shuffle sorts them), against `ember wordcount`, `ember inverted-index`
+//! and `ember kmeans` on the same files, and string match against a plain
+//! count.
 
 mod support;
 
@@ -188,7 +189,7 @@ fn the_document_comes_from_hadoops_environment_and_is_escaped() {
 
 #[test]
 fn bad_input_and_arguments_are_one_line_errors() {
-    let cases: [(&[&str], &[u8], &str); 4] = [
+    let cases: [(&[&str], &[u8], &str); 6] = [
         (
             &["reduce", "wordcount"],
             b"b\t1\na\t1\n",
@@ -198,12 +199,18 @@ fn bad_input_and_arguments_are_one_line_errors() {
         (
             &["map", "sorting"],
             b"",
-            "unknown job 'sorting' (known: inverted-index, wordcount)",
+            "unknown job 'sorting' (known: inverted-index, kmeans, string-match, wordcount)",
         ),
         (
             &["map", "wordcount", "--doc", "x"],
             b"",
             "wordcount: takes no arguments",
+        ),
+        (&["map", "kmeans"], b"", "kmeans: expected --means FILE"),
+        (
+            &["map", "string-match", "a\nb"],
+            b"",
+            "target word 1 (\"a\\nb\") has a line break",
         ),
     ];
     for (args, input, want) in cases {
@@ -223,5 +230,121 @@ fn bad_input_and_arguments_are_one_line_errors() {
             err.starts_with("ember: ") && err.contains(want),
             "{args:?}: {err}"
         );
+    }
+}
+
+#[test]
+fn string_match_through_the_contract_counts_the_lines_equal_to_each_target() {
+    let targets = ["ferrari", "caf\u{e9}", "absent"];
+    let words = ["ferrari", "fer", "caf\u{e9}", "ferrarix", "x\ty", ""];
+    let mut keys = Vec::new();
+    for i in 0..3000usize {
+        keys.extend_from_slice(words[(i * 7 + i / 13) % words.len()].as_bytes());
+        keys.extend_from_slice(if i % 5 == 0 { b"\r\n" } else { b"\n" });
+    }
+    let text = String::from_utf8(keys.clone()).unwrap();
+    let mut want: Vec<String> = targets
+        .iter()
+        .map(|t| {
+            let n = text.lines().filter(|l| l == t).count();
+            format!("{t}\t{n}")
+        })
+        .collect();
+    want.sort();
+    let mid = keys[..keys.len() / 2]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()
+        + 1;
+    for threads in ["1", "2", "3"] {
+        let mut mapped = Vec::new();
+        for piece in [&keys[..mid], &keys[mid..]] {
+            let mut cmd = stream(&["map", "--threads", threads, "string-match"]);
+            cmd.args(targets);
+            mapped.extend(pipe(cmd, piece));
+        }
+        let mut reduce = stream(&["reduce", "string-match"]);
+        reduce.args(targets);
+        let reduced = pipe(reduce, &shuffle(&mapped));
+        assert_eq!(sorted_lines(&reduced), want, "threads {threads}");
+    }
+}
+
+/// The points of a matrix file as text lines, `x,y,...`.
+fn points_text(matrix: &Path) -> (Vec<u8>, usize) {
+    let bytes = std::fs::read(matrix).unwrap();
+    let m = ember_apps::matrix::Matrix::parse(&bytes, "points").unwrap();
+    let mut text = Vec::new();
+    let sep = if m.cols.is_multiple_of(2) { " " } else { "," };
+    for row in m.values().chunks(m.cols) {
+        let row: Vec<String> = row.iter().map(i32::to_string).collect();
+        text.extend_from_slice(row.join(sep).as_bytes());
+        text.push(b'\n');
+    }
+    (text, m.cols)
+}
+
+/// `ember kmeans -o -` lines, `cluster<TAB>size<TAB>x<TAB>y...`, as the
+/// streaming output's `cluster<TAB>x,y,...`.
+fn kmeans_means(out: &[u8]) -> Vec<String> {
+    let lines = String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| {
+            let fields: Vec<&str> = l.split('\t').collect();
+            format!("{}\t{}", fields[0], fields[2..].join(","))
+        })
+        .collect::<Vec<_>>();
+    sorted_lines(lines.join("\n").as_bytes())
+}
+
+#[test]
+fn kmeans_rounds_through_the_contract_equal_ember_kmeans() {
+    let dir = tempfile::tempdir().unwrap();
+    for (dims, k) in [(3, 5), (2, 1), (4, 9)] {
+        let matrix = dir.path().join("points.mat");
+        let gen = ember()
+            .args(["gen", "kmeans", "--points", "700", "--max", "300"])
+            .args(["--dims", &dims.to_string(), "-o"])
+            .arg(&matrix)
+            .output()
+            .unwrap();
+        assert!(gen.status.success());
+        let want = ember()
+            .arg("kmeans")
+            .arg(&matrix)
+            .args(["-k", &k.to_string(), "-o", "-"])
+            .output()
+            .unwrap();
+        assert!(want.status.success());
+        let (points, _) = points_text(&matrix);
+        // The first k points are the initial means, as `ember kmeans` takes them.
+        let first_k: Vec<&[u8]> = points.split_inclusive(|&b| b == b'\n').take(k).collect();
+        let means = dir.path().join("means.txt");
+        std::fs::write(&means, first_k.concat()).unwrap();
+        let mid = points[..points.len() / 3]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .unwrap()
+            + 1;
+        let m = means.to_str().unwrap();
+        let mut rounds = 0;
+        loop {
+            let mut mapped = Vec::new();
+            for (piece, threads) in [(&points[..mid], "1"), (&points[mid..], "2")] {
+                let cmd = stream(&["map", "--threads", threads, "kmeans", "--means", m]);
+                mapped.extend(pipe(cmd, piece));
+            }
+            let combined = pipe(stream(&["combine", "kmeans", "--means", m]), &mapped);
+            let reduce = stream(&["reduce", "kmeans", "--means", m]);
+            let next = pipe(reduce, &shuffle(&combined));
+            rounds += 1;
+            if std::fs::read(&means).unwrap() == next {
+                break;
+            }
+            std::fs::write(&means, next).unwrap();
+            assert!(rounds < 100, "no convergence");
+        }
+        let got = sorted_lines(&std::fs::read(&means).unwrap());
+        assert_eq!(got, kmeans_means(&want.stdout), "dims {dims}, k {k}");
     }
 }

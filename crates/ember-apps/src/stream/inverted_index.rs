@@ -1,48 +1,11 @@
-//! The built-in jobs in the streaming contract ([`ember::stream`]): what
-//! `ember stream map|combine|reduce JOB` runs, by name.
-//!
-//! - `wordcount`: `word<TAB>count`, the lines of `ember wordcount -o -`.
-//! - `inverted-index`: `word<TAB>doc,doc,...`, the names of the documents
-//!   a word occurs in, sorted by their bytes, each escaped as a byte string
-//!   with its commas written `\x2c`. A map process reads one document: its
-//!   name is `--doc NAME`, else the environment's
-//!   `mapreduce_map_input_file` (which Hadoop Streaming sets to the file of
-//!   the map task's split), else `-`.
+//! The inverted index in the streaming contract: `word<TAB>doc,doc,...`.
 
-use ember::stream::{escape, unescape, Folding, Registry, StreamJob, Text};
+use ember::stream::{escape, unescape, Text};
 use ember::{Bytes, Combiner, Emit, Job, MapResult, Records, Split};
 
-use crate::wordcount::{for_each_word, is_separator, WordCount};
+use crate::wordcount::{for_each_word, is_separator};
 
-/// The environment variable Hadoop Streaming names a map task's input
-/// file in.
-pub const HADOOP_INPUT_FILE: &str = "mapreduce_map_input_file";
-
-/// The built-in jobs, by name.
-pub fn registry() -> Registry {
-    let mut registry = Registry::new();
-    registry.register(
-        "wordcount",
-        "word<TAB>count: words are runs of ASCII letters, lower-cased",
-        |args| {
-            no_arguments(args)?;
-            Ok(Box::new(Folding(WordCount::new())) as Box<dyn StreamJob>)
-        },
-    );
-    registry.register(
-        "inverted-index",
-        "word<TAB>doc,doc,...: map takes --doc NAME (else $mapreduce_map_input_file)",
-        |args| Ok(Box::new(Folding(DocumentWords::from_args(args)?)) as Box<dyn StreamJob>),
-    );
-    registry
-}
-
-fn no_arguments(args: &[String]) -> Result<(), String> {
-    match args.first() {
-        Some(a) => Err(format!("takes no arguments, got '{a}'")),
-        None => Ok(()),
-    }
-}
+use super::HADOOP_INPUT_FILE;
 
 /// The words of one named document, for an inverted index built by an
 /// engine's shuffle: map emits each distinct word with the document's
@@ -61,7 +24,7 @@ impl DocumentWords {
     }
 
     /// From `--doc NAME`, or the environment (see the module's notes).
-    fn from_args(args: &[String]) -> Result<Self, String> {
+    pub(super) fn from_args(args: &[String]) -> Result<Self, String> {
         match args {
             [] => Ok(Self::new(
                 std::env::var(HADOOP_INPUT_FILE)
@@ -192,31 +155,5 @@ mod tests {
         assert_eq!(a, names(&["a", "b", "c", "e", "f", "g"]));
         InDocument::default().merge(&mut a, names(&[]));
         assert_eq!(a, names(&["a", "b", "c", "e", "f", "g"]));
-    }
-
-    fn error(name: &str, args: &[&str]) -> String {
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        match registry().job(name, &args) {
-            Ok(_) => panic!("{name} {args:?} was accepted"),
-            Err(e) => e.to_string(),
-        }
-    }
-
-    #[test]
-    fn a_job_takes_only_the_arguments_it_knows() {
-        let registry = registry();
-        assert!(registry.job("wordcount", &[]).is_ok());
-        let e = error("wordcount", &["--doc"]);
-        assert!(e.contains("wordcount: takes no arguments"), "{e}");
-        assert!(registry
-            .job("inverted-index", &["--doc".into(), "a".into()])
-            .is_ok());
-        let e = error("inverted-index", &["--docs"]);
-        assert!(e.contains("expected [--doc NAME]"), "{e}");
-        let e = error("sort", &[]);
-        assert!(
-            e.contains("unknown job 'sort' (known: inverted-index, wordcount)"),
-            "{e}"
-        );
     }
 }
