@@ -132,3 +132,20 @@ def test_text_files_and_objects_that_misbehave(tmp_path):
 
     with pytest.raises(TypeError, match="readinto returned"):
         ember.wordcount(TooMuch())
+
+
+def test_file_objects_are_not_kept_or_leaked(data):
+    import gc
+    import sys
+
+    raw = data["text"].read_bytes()[:50_000]
+    rt = ember.Runtime(threads=2)
+    f = io.BytesIO(raw)
+    before = sys.getrefcount(f)
+    for _ in range(1000):
+        f.seek(0)
+        assert rt.wordcount(f, chunk_size="16KiB")
+    for _ in range(3):
+        rt.wordcount(b"let pending reference counts settle")
+    gc.collect()
+    assert sys.getrefcount(f) == before
