@@ -149,3 +149,12 @@ def test_file_objects_are_not_kept_or_leaked(data):
         rt.wordcount(b"let pending reference counts settle")
     gc.collect()
     assert sys.getrefcount(f) == before
+
+
+def test_a_decompressing_reader_is_streamed(data):
+    import gzip
+
+    raw = data["text"].read_bytes()
+    packed = io.BytesIO(gzip.compress(raw, compresslevel=1))
+    with gzip.GzipFile(fileobj=packed) as f:
+        assert ember.wordcount(f, chunk_size="256KiB", threads=2) == ember.wordcount(raw)
