@@ -10,10 +10,14 @@ dataclasses, NumPy arrays)::
 
 Inputs: a path, a list of paths, ``bytes``/``bytearray``/``memoryview``
 (read in place for ``bytes``; the others are copied once), or a binary file
-object (read whole). Options are keyword arguments named as the CLI's
-(``threads``, ``split_size``, ``container``, ``mode``, ``ingest``,
+object (anything with ``readinto`` or ``read``: streamed in chunks, as the
+CLI reads standard input, by ``wordcount``, ``string_match``,
+``linear_regression`` and ``map_reduce``; read whole by the jobs that need
+their whole input in memory). Options are keyword arguments named as the
+CLI's (``threads``, ``split_size``, ``container``, ``mode``, ``ingest``,
 ``chunk_size``, ``chunk_buffers``, ``buffer_size``, ``max_buffered``,
-``memory_limit``, ``spill_dir``).
+``memory_limit``, ``spill_dir``); sizes are integers (bytes) or strings as
+the CLI takes them (``"64KiB"``, ``"1GiB"``, ``"10MB"``).
 ``return_stats=True`` returns ``(result, stats)``, the stats a dict in the
 schema of ``ember --stats-json`` (docs/stats.md).
 
@@ -30,6 +34,9 @@ the CLI prints.
 from __future__ import annotations
 
 import functools
+import io
+import multiprocessing
+import multiprocessing.pool
 import os
 import threading
 from dataclasses import dataclass
@@ -103,18 +110,19 @@ class Pca:
 
 
 def _source(input: Any) -> Any:
-    """The input as the native module takes it: bytes, or a list of paths."""
+    """The input as the native module takes it: bytes, a list of paths, or
+    a binary file object (read by the native module, in chunks or whole as
+    the job needs)."""
     if isinstance(input, bytes):
         return input
     if isinstance(input, (bytearray, memoryview)):
         return bytes(input)
     if isinstance(input, (str, os.PathLike)):
         return [os.fsdecode(input)]
-    if hasattr(input, "read"):
-        data = input.read()
-        if isinstance(data, str):
-            raise TypeError("file objects must be opened in binary mode ('rb')")
-        return bytes(data)
+    if isinstance(input, io.TextIOBase):
+        raise TypeError("file objects must be opened in binary mode ('rb')")
+    if hasattr(input, "readinto") or hasattr(input, "read"):
+        return input
     if isinstance(input, Sequence) or hasattr(input, "__iter__"):
         return [os.fsdecode(p) for p in input]
     raise TypeError(
@@ -231,7 +239,7 @@ class Runtime:
         return _result(self._rt.matrix_multiply(a32, b32, **opts), return_stats)
 
     def map_reduce(self, input, map, *, combine="sum", reduce=None, records="lines",
-                   return_stats=False, **opts):
+                   processes=None, return_stats=False, **opts):
         """A custom job. ``map(split: bytes)`` is called once per split (whole
         records, as ``records`` cuts them: ``"lines"``, ``"words"``,
         ``"whole"`` (a split per file) or a record size in bytes) and returns
@@ -243,9 +251,18 @@ class Runtime:
         run). ``reduce(key, folded)``, if given, makes each key's output.
         Returns ``{key: output}`` sorted by key.
 
-        Python code holds the GIL: the map calls run one at a time, however
-        many threads the runtime has; ember overlaps the rest (reading,
-        folding, merging). Prefer a built-in workload where there is one.
+        Python code holds the GIL: by default the map calls run one at a
+        time, however many threads the runtime has; ember overlaps the rest
+        (reading, folding, merging). ``processes=N`` (or a
+        ``multiprocessing.Pool`` to reuse) runs ``map`` in worker
+        processes instead, one split per process at a time, as many at
+        once as the runtime has threads: each split is pickled to a
+        process and its result pickled back, and that unpickling and the
+        copy into Rust still take the GIL, so it pays only when ``map``
+        does much work per byte of what it returns. ``map`` must then be
+        picklable (a module-level function, not a lambda). Prefer a
+        built-in workload where there is one: see docs/python.md for what
+        each way costs.
         """
         if callable(combine):
             fold, then = combine, reduce
@@ -255,8 +272,30 @@ class Runtime:
                 return folded if then is None else then(key, folded)
 
             combine = "list"
-        pair = self._rt.map_reduce(_source(input), map, combine, reduce, records, **opts)
-        return _result(pair, return_stats)
+        source = _source(input)
+
+        def run(fn):
+            pair = self._rt.map_reduce(source, fn, combine, reduce, records, **opts)
+            return _result(pair, return_stats)
+
+        if processes is None:
+            return run(map)
+        if isinstance(processes, multiprocessing.pool.Pool):
+            return run(functools.partial(_apply, processes, map))
+        if isinstance(processes, bool) or not isinstance(processes, int):
+            raise TypeError(
+                f"processes must be an int or a multiprocessing.Pool, not {type(processes).__name__}"
+            )
+        if processes < 1:
+            raise ValueError("processes must be at least 1")
+        with multiprocessing.Pool(processes) as pool:
+            return run(functools.partial(_apply, pool, map))
+
+
+def _apply(pool: multiprocessing.pool.Pool, map: Any, split: bytes) -> Any:
+    """``map(split)`` run in one of ``pool``'s processes (this thread waits
+    without the GIL)."""
+    return pool.apply(map, (split,))
 
 
 _runtimes: Dict[Optional[int], Runtime] = {}

@@ -1,6 +1,7 @@
 """Type hints of the ember package (the functions are documented in
 __init__.py)."""
 
+import multiprocessing.pool
 import os
 from typing import (
     IO,
@@ -24,7 +25,13 @@ import numpy.typing as npt
 
 
 PathLike = Union[str, os.PathLike]
+# A binary file object (``readinto`` or ``read``) is streamed in chunks by
+# wordcount, string_match, linear_regression and map_reduce, read whole by
+# the others.
 Input = Union[PathLike, Sequence[PathLike], bytes, bytearray, memoryview, IO[bytes]]
+# Options (keyword arguments named as the CLI's): sizes (split_size,
+# chunk_size, buffer_size, max_buffered, memory_limit) are ints in bytes or
+# strings such as "64KiB", "1GiB", "10MB" (parsed as the CLI parses them).
 Stats = Dict[str, Any]
 Key = TypeVar("Key", str, bytes)
 Ints = npt.ArrayLike
@@ -84,6 +91,7 @@ class Runtime:
         combine: Combine = "sum",
         reduce: Optional[Callable[[Key, Any], Any]] = None,
         records: Records = "lines",
+        processes: Union[None, int, multiprocessing.pool.Pool] = None,
         return_stats: bool = False,
         **opts: Any,
     ) -> Dict[Key, Any]: ...
@@ -111,6 +119,7 @@ def map_reduce(
     combine: Combine = "sum",
     reduce: Optional[Callable[[Key, Any], Any]] = None,
     records: Records = "lines",
+    processes: Union[None, int, multiprocessing.pool.Pool] = None,
     threads: Optional[int] = None,
     return_stats: bool = False,
     **opts: Any,

@@ -112,12 +112,16 @@ impl<F: Fold> PyJob<F> {
     /// dict's items, or from any iterable of `(key, value)`.
     fn pairs(&self, py: Python<'_>, data: &[u8]) -> PyResult<Vec<(Vec<u8>, F::V)>> {
         let out = self.map.bind(py).call1((PyBytes::new(py, data),))?;
-        let items = match out.cast::<PyDict>() {
-            Ok(d) => d.items().into_any(),
-            Err(_) => out,
-        };
         let mut pairs = Vec::new();
-        for item in items.try_iter()? {
+        if let Ok(d) = out.cast::<PyDict>() {
+            // A dict (a Counter) is walked in place: no item tuples.
+            pairs.reserve(d.len());
+            for (k, v) in d.iter() {
+                pairs.push((self.key(&k)?, F::value(&v)?));
+            }
+            return Ok(pairs);
+        }
+        for item in out.try_iter()? {
             let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
             pairs.push((self.key(&k)?, F::value(&v)?));
         }

@@ -8,7 +8,7 @@ use pyo3::exceptions::{
     PyException, PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError,
     PyValueError,
 };
-use pyo3::{create_exception, PyErr};
+use pyo3::{create_exception, PyErr, Python};
 
 create_exception!(
     _ember,
@@ -34,14 +34,21 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// The Python exception for an error of a run. A Python exception raised
-/// by user code (a custom job's `map`) comes back as itself.
+/// by user code (a custom job's `map`, a file object's `read`) comes back
+/// as itself.
 pub(crate) fn to_py(e: anyhow::Error) -> PyErr {
     let e = match e.downcast::<PyErr>() {
         Ok(py) => return py,
         Err(e) => e,
     };
+    let io = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>());
+    // A file object's exception, carried by the read error that ended the
+    // run: raised as itself.
+    if let Some(raised) = io.and_then(|io| io.get_ref()?.downcast_ref::<PyErr>()) {
+        return Python::attach(|py| raised.clone_ref(py));
+    }
     let msg = one_line(&e);
-    if let Some(io) = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>()) {
+    if let Some(io) = io {
         return match io.kind() {
             ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
             ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),

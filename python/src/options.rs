@@ -39,13 +39,32 @@ fn parse_ingest(s: &str) -> PyResult<Ingest> {
     }
 }
 
-/// A size in bytes: a positive integer.
+/// A size in bytes: an integer, or a string as the CLI's options take it
+/// (`"64KiB"`, `"1GiB"`, `"10MB"`, parsed by the same parser).
+fn bytes(name: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    match v.extract::<String>() {
+        Ok(s) => ember::tune::parse_size(&s)
+            .map_err(|e| PyValueError::new_err(format!("invalid {name}: {e}"))),
+        Err(_) => v.extract(),
+    }
+}
+
+/// A size in bytes ([`bytes`]) of at least 1.
 fn size(name: &str, v: &Bound<'_, PyAny>) -> PyResult<usize> {
-    let n: usize = v.extract()?;
+    let n = usize::try_from(bytes(name, v)?)
+        .map_err(|_| PyValueError::new_err(format!("{name} is too large")))?;
     if n == 0 {
         return Err(PyValueError::new_err(format!("{name} must be at least 1")));
     }
     Ok(n)
+}
+
+/// A count (`chunk_buffers`): a positive integer, no unit.
+fn count(name: &str, v: &Bound<'_, PyAny>) -> PyResult<usize> {
+    match v.extract::<usize>()? {
+        0 => Err(PyValueError::new_err(format!("{name} must be at least 1"))),
+        n => Ok(n),
+    }
 }
 
 /// A name parsed by ember (`container`, `mode`), its error a ValueError.
@@ -74,8 +93,8 @@ pub(crate) fn parse(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<CallOptions>
             "container" => run.container(named::<ContainerKind>(&v)?),
             "mode" => run.mode(named::<Mode>(&v)?),
             "chunk_size" => run.chunk_size(size(&name, &v)?),
-            "chunk_buffers" => run.chunk_buffers(size(&name, &v)?),
-            "memory_limit" => run.memory_limit(v.extract::<u64>()?),
+            "chunk_buffers" => run.chunk_buffers(count(&name, &v)?),
+            "memory_limit" => run.memory_limit(bytes(&name, &v)?),
             "spill_dir" => run.spill_dir(v.extract::<std::path::PathBuf>()?),
             "buffer_size" => {
                 pipeline = pipeline.buffer_bytes(Some(size(&name, &v)?));

@@ -98,7 +98,7 @@ pub(crate) fn inverted_index<'py>(
         || {
             let input = match src {
                 Src::Paths(p) => Input::open(documents(p)?, Ingest::Mmap)?,
-                Src::Data(d) => Input::bytes(d),
+                _ => src.whole()?,
             };
             let built = inverted_index::build(rt, &input, docs, &o.run)?;
             Ok((built.index, built.stats))

@@ -67,3 +67,46 @@ def test_exceptions_in_map_come_back_as_themselves():
         ember.map_reduce(b"x\n", words, records="paragraphs")
     # Still usable.
     assert ember.map_reduce(b"x y x\n", words) == {"x": 2, "y": 1}
+
+
+def lines_and_bytes(split):
+    """A picklable map (module-level) with a small result per split."""
+    return {"lines": split.count(b"\n"), "bytes": len(split)}
+
+
+def raises_in_child(split):
+    raise KeyError("from a worker process")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_processes_give_the_threads_result(data, threads):
+    want = ember.map_reduce(data["text"], words, threads=threads, split_size="256KiB")
+    got = ember.map_reduce(data["text"], words, threads=threads, split_size="256KiB",
+                           processes=2)
+    assert got == want == ember.wordcount(data["text"])
+    small = ember.map_reduce(data["text"], lines_and_bytes, processes=threads, threads=threads)
+    raw = data["text"].read_bytes()
+    assert small == {"bytes": len(raw), "lines": raw.count(b"\n")}
+
+
+def test_a_pool_is_reused_and_left_open(data):
+    import multiprocessing
+
+    with multiprocessing.Pool(2) as pool:
+        for split_size in ("64KiB", "1MiB"):
+            got = ember.map_reduce(data["text"], words, processes=pool, threads=2,
+                                   split_size=split_size)
+            assert got == ember.wordcount(data["text"])
+        assert pool.apply(len, (b"abc",)) == 3
+
+
+def test_processes_errors():
+    with pytest.raises(KeyError, match="from a worker process"):
+        ember.map_reduce(b"x\ny\n", raises_in_child, processes=1)
+    with pytest.raises(Exception, match="pickle"):
+        ember.map_reduce(b"x\ny\n", lambda s: {"x": 1}, processes=1)
+    with pytest.raises(ValueError, match="at least 1"):
+        ember.map_reduce(b"x\n", words, processes=0)
+    with pytest.raises(TypeError, match="processes must be an int"):
+        ember.map_reduce(b"x\n", words, processes="2")
+    assert ember.map_reduce(b"x y x\n", words, processes=1) == {"x": 2, "y": 1}

@@ -64,6 +64,7 @@ mod progress;
 mod runtime;
 mod sample;
 mod schedule;
+mod size;
 pub mod spill;
 pub mod stats;
 pub mod stream;
@@ -98,6 +99,7 @@ pub mod tune {
     pub use crate::merge::MergeKind;
     pub use crate::pipeline::{default_max_buffered_bytes, PipelineOptions, DEFAULT_BUFFER_BYTES};
     pub use crate::plan::Mode;
+    pub use crate::size::{parse_size, SizeError};
 }
 
 /// For code that extends ember: the key trait's parts, the combiner state
