@@ -166,34 +166,8 @@ pub(crate) fn parse_ingest(s: &str) -> Result<ember::tune::Ingest, String> {
     }
 }
 
-/// Parses a byte size: `4096`, `64KiB`, `100MB`, `1.5GiB`, `256M`.
-pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (try 4096, 64KiB, 100MB, 1GiB)"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "kb" => 1_000,
-        "m" | "mib" => 1 << 20,
-        "mb" => 1_000_000,
-        "g" | "gib" => 1 << 30,
-        "gb" => 1_000_000_000,
-        "t" | "tib" => 1 << 40,
-        "tb" => 1_000_000_000_000,
-        _ => {
-            return Err(format!(
-                "'{s}' has an unknown unit (use B, KiB, MiB, GiB, KB, MB, GB)"
-            ))
-        }
-    };
-    Ok((n * mult as f64).round() as u64)
-}
+/// Parses a byte size (see [`ember_cli::size::parse`]).
+pub(crate) use ember_cli::size::parse as parse_size;
 
 /// The folder generated inputs are cached in: `$EMBER_CACHE`, else
 /// `$XDG_CACHE_HOME/ember`, else `~/.cache/ember`, else `./.ember-cache`.
@@ -281,20 +255,4 @@ pub(crate) fn quiet_worker_panics() {
             eprintln!("ember: internal error: {info}");
         }
     }));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_size;
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("64KiB"), Ok(65536));
-        assert_eq!(parse_size("100MB"), Ok(100_000_000));
-        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
-        assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
-        assert!(parse_size("12 parsecs").is_err());
-        assert!(parse_size("MiB").is_err());
-    }
 }
