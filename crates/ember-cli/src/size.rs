@@ -92,7 +92,7 @@ pub fn format(bytes: u64) -> String {
     let (names, mult) = UNITS
         .iter()
         .rev()
-        .find(|&&(_, m)| bytes != 0 && bytes % m == 0)
+        .find(|&&(_, m)| bytes != 0 && bytes.is_multiple_of(m))
         .unwrap_or(&UNITS[0]);
     format!("{}{}", bytes / mult, names[0])
 }
