@@ -17,7 +17,7 @@
 //! let e = run.add(Path::new("bad.json"), b"{\"plan\": 1,").unwrap_err();
 //! assert_eq!(
 //!     format!("{e:#}"),
-//!     "'bad.json' is not JSON: EOF while parsing an object at line 1 column 11"
+//!     "'bad.json' is not JSON: EOF while parsing a value at line 1 column 11"
 //! );
 //! # Ok::<(), anyhow::Error>(())
 //! ```
