@@ -1,50 +1,73 @@
 #!/usr/bin/env bash
-# Fuzzes ember's input parsers, each against its sequential oracle, with
-# cargo fuzz (libFuzzer; needs the nightly toolchain and cargo-fuzz):
+# Fuzzes ember's parsers and splitters with cargo fuzz (libFuzzer,
+# coverage-guided), each target checking a property stronger than "does
+# not crash" (docs/fuzzing.md):
 #
-#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
+#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   fuzz (default 60 s each)
+#   scripts/fuzz.sh --ci [SECONDS_PER_TARGET]          CI's short run
 #
 # Targets (fuzz/fuzz_targets): histogram (BMP files), linear_regression
 # (points files), matrix (matrix files, PCA), sort (records files), text
 # (word count and the inverted index), stream (the streaming contract's
-# lines and escaping). The first three bytes of each input pick the thread
-# count and split size. Seeds are generated with `ember gen`; a crash
-# leaves its input in fuzz/artifacts/TARGET and fails the script.
+# lines and escaping), splits (the Lines, Separator, Fixed and Custom
+# splitters), size (the command line's byte sizes), report (the stats and
+# trace files `ember report` reads). The first three bytes of most inputs
+# pick the thread count and split size.
+#
+# Runs on the stable toolchain: `-s none` builds without a sanitizer, so
+# cargo fuzz passes no -Z flag (AddressSanitizer needs nightly's
+# -Zsanitizer: FUZZ_SANITIZER=address FUZZ_TOOLCHAIN=nightly asks for it).
+# Debug assertions are on (-a), so integer overflow panics. Every run
+# starts from the committed seeds (fuzz/seeds/TARGET) and the corpus kept
+# from earlier runs (fuzz/corpus/TARGET, not committed). A failing input
+# is left in fuzz/artifacts/TARGET and fails the script. --ci first
+# replays the seeds, then fuzzes each target for SECONDS_PER_TARGET
+# (default 20) from the seeds alone, in a temporary corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=${1:-60}
+ci=false
+if [ "${1:-}" = --ci ]; then
+  ci=true
+  shift
+fi
+seconds=${1:-$($ci && echo 20 || echo 60)}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(histogram linear_regression matrix sort text stream)
+[ ${#targets[@]} -gt 0 ] ||
+  targets=(histogram linear_regression matrix sort text stream splits size report)
 
-if ! rustup toolchain list | grep -q '^nightly'; then
-  echo "fuzz.sh: needs the nightly toolchain (rustup toolchain install nightly)" >&2
-  exit 2
-fi
-command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+sanitizer=${FUZZ_SANITIZER:-none}
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version 0.13.2 --locked
 
-cargo build --release -p ember-cli
-ember=target/release/ember
-corpus=fuzz/corpus
-mkdir -p "$corpus"/{histogram,matrix,sort,linear_regression,text,stream}
-# Seeds: a small valid input of each kind, after three setup bytes
-# (1 thread... 2 threads, a 65-byte split).
-seed() { (printf '\x01\x40\x00'; cat) > "$1"; }
-"$ember" gen histogram --width 7 --height 5 -o - | seed "$corpus/histogram/seed"
-"$ember" gen pca --rows 4 --cols 6 -o - | seed "$corpus/matrix/seed"
-"$ember" gen sort --records 20 -o - | seed "$corpus/sort/seed"
-"$ember" gen linear-regression --size 64 -o - | seed "$corpus/linear_regression/seed"
-printf 'The cat sat\non the MAT\n\xff caf\xc3\xa9 end' | seed "$corpus/text/seed"
-printf 'a\t1\nb\t2\nb\t3\n' > "$corpus/stream/seed"
+# Optimised with debug assertions; CI's short run builds unoptimised
+# (--dev): much quicker to build, several times fewer executions a second.
+if $ci; then mode=(--dev -a); else mode=(-O -a); fi
+# FUZZ_TARGET_DIR: another target folder (relative to fuzz/).
+mode+=(${FUZZ_TARGET_DIR:+--target-dir "$FUZZ_TARGET_DIR"} -s "$sanitizer")
 
 cd fuzz
+# The default toolchain (stable here) unless FUZZ_TOOLCHAIN names one.
+fuzz() { cargo ${FUZZ_TOOLCHAIN:+"+$FUZZ_TOOLCHAIN"} fuzz "$@"; }
+start=$(date +%s)
+fuzz build "${mode[@]}"
+echo "fuzz.sh: built in $(( $(date +%s) - start )) s"
+
 for t in "${targets[@]}"; do
+  corpus=corpus/$t
+  $ci && corpus=$(mktemp -d)
+  mkdir -p "$corpus"
+  if $ci; then
+    # Replay: every seed once, no mutation.
+    fuzz run "${mode[@]}" "$t" "seeds/$t" -- -runs=0 2>&1 | grep -E '^Done|INFO: seed corpus' || true
+    [ -z "$(ls -A "artifacts/$t" 2>/dev/null)" ] || { echo "fuzz.sh: $t fails on a seed" >&2; exit 1; }
+  fi
   echo "== $t: $seconds s"
-  cargo +nightly fuzz run -O "$t" -- -max_total_time="$seconds" -rss_limit_mb=4096 \
-    -max_len=65536 -print_final_stats=1 2>&1 \
-    | grep -E '^Done|number_of_executed_units|peak_rss|SUMMARY|panicked|deadly signal' || true
-  if compgen -G "artifacts/$t/*" >/dev/null; then
+  fuzz run "${mode[@]}" "$t" "$corpus" "seeds/$t" -- -max_total_time="$seconds" \
+    -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 2>&1 |
+    grep -E '^Done|stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY|panicked|deadly signal' || true
+  if $ci; then rm -rf "$corpus"; fi
+  if [ -n "$(ls -A "artifacts/$t" 2>/dev/null)" ]; then
     echo "fuzz.sh: $t found a failing input: fuzz/artifacts/$t" >&2
     exit 1
   fi

@@ -1,8 +1,10 @@
-//! A matrix file: PCA on the runtime equals the sequential PCA, or both
-//! refuse the file; the header parser never over-allocates.
+//! A matrix file: a parsed matrix re-encodes to the same bytes, and a
+//! refused one is refused with an error that names the file; PCA on the
+//! runtime equals the sequential PCA, or both refuse the matrix. The header
+//! parser never over-allocates.
 #![no_main]
 
-use ember_apps::matrix::Matrix;
+use ember_apps::matrix::{encode, Matrix};
 use ember_apps::pca;
 use libfuzzer_sys::fuzz_target;
 
@@ -10,12 +12,18 @@ fuzz_target!(|data: &[u8]| {
     let Some((rt, opts, file)) = ember_fuzz::setup(data) else {
         return;
     };
-    let Ok(m) = Matrix::parse(file, "fuzz") else {
-        return;
+    let m = match Matrix::parse(file, "fuzz.mat") {
+        Ok(m) => m,
+        Err(e) => {
+            let e = e.to_string();
+            assert!(e.starts_with("invalid input: fuzz.mat: "), "{e}");
+            return;
+        }
     };
+    assert_eq!(encode(m.rows, m.cols, &m.values()), file);
     match (pca::run(rt, &m, &opts), pca::sequential(&m)) {
         (Ok((a, _)), Ok(b)) => assert_eq!(format!("{a:?}"), format!("{b:?}")),
-        (Err(_), Err(_)) => {}
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
         (a, b) => panic!("runtime {:?} but sequential {:?}", a.is_ok(), b.is_ok()),
     }
 });

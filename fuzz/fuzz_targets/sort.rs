@@ -1,5 +1,5 @@
 //! A records file: the runtime's sorted output equals the sequential sort,
-//! or both refuse the file.
+//! or both refuse the file with the same error.
 #![no_main]
 
 use ember_apps::sort;
@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     });
     match (parallel, sort::sequential(file)) {
         (Ok(a), Ok(b)) => assert_eq!(a, b),
-        (Err(_), Err(_)) => {}
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
         (a, b) => panic!("runtime {:?} but sequential {:?}", a.is_ok(), b.is_ok()),
     }
 });

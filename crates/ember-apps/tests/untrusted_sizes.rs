@@ -2,7 +2,8 @@
 //! or a length that claims more than the file holds, or sizes whose
 //! product overflows, is `Error::InvalidInput` naming what is wrong,
 //! returned at once. Every claim here is far beyond this machine's memory
-//! (2^40 bytes and up): a test that passes at all allocated none of it.
+//! (2^40 bytes and up): a test that passes at all allocated none of it;
+//! `tests/untrusted_alloc.rs` measures the largest allocation made.
 //!
 //! Already covered elsewhere, not repeated: a matrix header of 2^32 x 2^32
 //! (overflows u64), of u64::MAX x 2 and of 2^20 x 2^20 over an empty body
@@ -10,24 +11,16 @@
 //! (`tests/histogram.rs`); a sort input that is not whole records
 //! (`tests/sort.rs`).
 
-use std::time::{Duration, Instant};
-
 use ember::{Error, Input, RunOptions, Runtime};
 use ember_apps::histogram::{self, BmpSpec};
 use ember_apps::matrix::{encode, header, Matrix};
 use ember_apps::{kmeans, matrix_multiply, pca, sort};
 
-/// Runs `f`, which must fail with `InvalidInput` at once; its message.
+/// Runs `f`, which must fail with `InvalidInput`; its message.
 fn refused<T>(f: impl FnOnce() -> ember::Result<T>) -> String {
-    let start = Instant::now();
     let Err(e) = f() else {
         panic!("an untrusted size was accepted")
     };
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        start.elapsed()
-    );
     assert!(matches!(e, Error::InvalidInput(_)), "{e}");
     e.to_string()
 }

@@ -20,7 +20,7 @@ mod numeric;
 mod output;
 mod pca;
 mod progress;
-mod report;
+mod report_command;
 mod sort;
 mod stream;
 mod string_match;
@@ -67,7 +67,7 @@ enum Command {
     Stream(stream::Stream),
     /// Write a self-contained HTML report of a run from its --stats-json
     /// and/or --trace files.
-    Report(report::Args),
+    Report(report_command::Args),
     /// Generate reproducible inputs for the workloads.
     #[command(subcommand)]
     Gen(gen::Gen),
@@ -89,7 +89,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(a) => wordcount::demo(a),
         Command::Wordcount(a) => wordcount::run(a),
-        Command::Report(a) => report::run(a),
+        Command::Report(a) => report_command::run(a),
         Command::Stream(s) => stream::run(s),
         Command::Histogram(a) => histogram::run(a),
         Command::LinearRegression(a) => linear_regression::run(a),

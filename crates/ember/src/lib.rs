@@ -99,7 +99,7 @@ pub mod tune {
     pub use crate::merge::MergeKind;
     pub use crate::pipeline::{default_max_buffered_bytes, PipelineOptions, DEFAULT_BUFFER_BYTES};
     pub use crate::plan::Mode;
-    pub use crate::size::{parse_size, SizeError};
+    pub use crate::size::{format_size, parse_size, SizeError};
 }
 
 /// For code that extends ember: the key trait's parts, the combiner state

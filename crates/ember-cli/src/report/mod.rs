@@ -1,9 +1,26 @@
-//! `ember report`: one self-contained HTML file (inline SVG and CSS, no
-//! script, nothing fetched) from what a run wrote with `--stats-json`
-//! and/or `--trace`: the phase timeline, each worker's busy and idle time,
-//! the utilization over time, the decisions and their reasons, predicted
-//! against actual keys, chunk reads against mapping, and the top time
-//! sinks. With only stats, the charts that need a trace say so.
+//! The page of `ember report`: one self-contained HTML file (inline SVG
+//! and CSS, no script, nothing fetched) from what a run wrote with
+//! `--stats-json` and/or `--trace`: the phase timeline, each worker's busy
+//! and idle time, the utilization over time, the decisions and their
+//! reasons, predicted against actual keys, chunk reads against mapping,
+//! and the top time sinks. With only stats, the charts that need a trace
+//! say so.
+//!
+//! ```
+//! use std::path::Path;
+//! use ember_cli::report::Run;
+//!
+//! let mut run = Run::default();
+//! run.add(Path::new("stats.json"), br#"{"plan": {}, "total_secs": 0.5}"#)?;
+//! assert!(run.has_stats());
+//! assert!(run.html().starts_with("<!DOCTYPE html>"));
+//! let e = run.add(Path::new("bad.json"), b"{\"plan\": 1,").unwrap_err();
+//! assert_eq!(
+//!     format!("{e:#}"),
+//!     "'bad.json' is not JSON: EOF while parsing a value at line 1 column 11"
+//! );
+//! # Ok::<(), anyhow::Error>(())
+//! ```
 
 mod svg;
 
@@ -12,36 +29,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use clap::Args as ClapArgs;
 use serde_json::Value;
-
-use crate::common::write_output;
-
-/// `ember report`.
-#[derive(ClapArgs)]
-pub(crate) struct Args {
-    /// A run's stats (`--stats-json`) and/or trace (`--trace`) files, in
-    /// any order.
-    #[arg(required = true, value_name = "FILE")]
-    files: Vec<PathBuf>,
-    /// The HTML file to write (`-`: standard output).
-    #[arg(short, long, default_value = "report.html")]
-    output: PathBuf,
-}
-
-/// Runs `ember report`.
-pub(crate) fn run(a: Args) -> Result<()> {
-    let run = Run::read(&a.files)?;
-    let html = render(&run);
-    write_output(Some(&a.output), |w| Ok(w.write_all(html.as_bytes())?))?;
-    eprintln!(
-        "report: {} ({} spans{})",
-        a.output.display(),
-        run.spans.len(),
-        if run.stats.is_some() { ", stats" } else { "" }
-    );
-    Ok(())
-}
 
 /// One span of a trace, times in microseconds from the first span.
 #[derive(Debug, Clone)]
@@ -78,40 +66,67 @@ impl Span {
     }
 }
 
-/// What the report is made from.
+/// What a report is made from: a run's stats and/or its trace.
 #[derive(Debug, Default)]
-struct Run {
+pub struct Run {
     stats: Option<Value>,
     spans: Vec<Span>,
 }
 
 impl Run {
     /// Reads each file as a stats file or a trace, whichever it is.
-    fn read(files: &[PathBuf]) -> Result<Run> {
+    pub fn read(files: &[PathBuf]) -> Result<Run> {
         let mut run = Run::default();
         for path in files {
             let text =
                 std::fs::read(path).with_context(|| format!("cannot read '{}'", path.display()))?;
-            let v: Value = serde_json::from_slice(&text)
-                .with_context(|| format!("'{}' is not JSON", path.display()))?;
-            if v.get("traceEvents").is_some() {
-                if !run.spans.is_empty() {
-                    bail!("'{}': only one trace per report", path.display());
-                }
-                run.spans = spans(&v, path)?;
-            } else if v.get("plan").is_some() && v.get("total_secs").is_some() {
-                if run.stats.is_some() {
-                    bail!("'{}': only one stats file per report", path.display());
-                }
-                run.stats = Some(v);
-            } else {
-                bail!(
-                    "'{}' is neither a stats file (--stats-json) nor a trace (--trace)",
-                    path.display()
-                );
-            }
+            run.add(path, &text)?;
         }
         Ok(run)
+    }
+
+    /// Adds the stats file or trace `text`, read from `path`; an error
+    /// names `path` and, for text that is not JSON, the line and column.
+    pub fn add(&mut self, path: &Path, text: &[u8]) -> Result<()> {
+        let v: Value = serde_json::from_slice(text)
+            .with_context(|| format!("'{}' is not JSON", path.display()))?;
+        if v.get("traceEvents").is_some() {
+            if !self.spans.is_empty() {
+                bail!("'{}': only one trace per report", path.display());
+            }
+            self.spans = spans(&v, path)?;
+        } else if v.get("plan").is_some() && v.get("total_secs").is_some() {
+            if self.stats.is_some() {
+                bail!("'{}': only one stats file per report", path.display());
+            }
+            self.stats = Some(v);
+        } else {
+            bail!(
+                "'{}' is neither a stats file (--stats-json) nor a trace (--trace)",
+                path.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// The number of spans of the trace (0 without one).
+    pub fn span_count(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// True when the run's stats were added.
+    pub fn has_stats(&self) -> bool {
+        self.stats.is_some()
+    }
+
+    /// The stats as read, if added.
+    pub fn stats(&self) -> Option<&Value> {
+        self.stats.as_ref()
+    }
+
+    /// The page.
+    pub fn html(&self) -> String {
+        render(self)
     }
 
     /// The stats field `name` as a number (0 if absent).
