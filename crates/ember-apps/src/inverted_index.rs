@@ -41,7 +41,7 @@ use ember::{
 use hashbrown::hash_table::{Entry, HashTable};
 
 use crate::text::{write_text, TextSpec};
-use crate::wordcount::{for_each_word, is_separator};
+use crate::wordcount::{for_each_batch, for_each_word, is_separator};
 
 /// A document id: a file index or a line index.
 pub type DocId = u32;
@@ -292,13 +292,13 @@ impl Job for InvertedIndex<'_> {
     fn map<E: Emit<Bytes, DocId>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         let Some(numbers) = &self.lines else {
             let doc = split.part as DocId;
-            for_each_word(split.data, |w| emit.emit(w, doc));
+            for_each_batch(split.data, |words| emit.emit_batch(words, doc));
             return Ok(());
         };
         // Ids fit: `LineNumbers::build` checked the line count.
         let mut doc = numbers.line_at(split.part, split.offset as usize) as DocId;
         for line in lines_of(split.data) {
-            for_each_word(line, |w| emit.emit(w, doc));
+            for_each_batch(line, |words| emit.emit_batch(words, doc));
             doc = doc.wrapping_add(1);
         }
         Ok(())

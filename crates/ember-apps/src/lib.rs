@@ -19,4 +19,5 @@ pub mod sort;
 pub mod stream;
 pub mod string_match;
 pub mod text;
+mod tokens;
 pub mod wordcount;

@@ -11,49 +11,11 @@ use std::collections::HashMap;
 use ember::spill::Codec;
 use ember::{Bytes, Emit, Job, MapResult, Records, Split, Sum};
 
-/// 0: not a letter; 1: lower-case letter; 2: upper-case letter.
-static CLASS: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut c = 0;
-    while c < 256 {
-        t[c] = match c as u8 {
-            b'a'..=b'z' => 1,
-            b'A'..=b'Z' => 2,
-            _ => 0,
-        };
-        c += 1;
-    }
-    t
-};
+use crate::tokens::{self, Kernel};
 
 /// True for the bytes that separate words.
 pub fn is_separator(b: u8) -> bool {
-    CLASS[b as usize] == 0
-}
-
-/// Calls `f(start, end, has_upper)` for every word `data[start..end]`.
-#[inline(always)]
-fn tokens(data: &[u8], mut f: impl FnMut(usize, usize, bool)) {
-    let n = data.len();
-    let mut i = 0;
-    while i < n {
-        while i < n && CLASS[data[i] as usize] == 0 {
-            i += 1;
-        }
-        let start = i;
-        let mut seen = 0;
-        while i < n {
-            let c = CLASS[data[i] as usize];
-            if c == 0 {
-                break;
-            }
-            seen |= c;
-            i += 1;
-        }
-        if i > start {
-            f(start, i, seen & 2 != 0);
-        }
-    }
+    tokens::is_separator(b)
 }
 
 /// Passes `data[start..end]` to `f`, lower-cased through `buf` if needed.
@@ -77,33 +39,65 @@ fn lowered(
 /// Calls `f` with every word of `data`, lower-cased.
 pub fn for_each_word(data: &[u8], mut f: impl FnMut(&[u8])) {
     let mut buf = Vec::new();
-    tokens(data, |s, e, up| lowered(data, (s, e, up), &mut buf, &mut f));
+    tokens::tokens(Kernel::detect(), data, |s, e, up| {
+        lowered(data, (s, e, up), &mut buf, &mut f)
+    });
 }
 
-/// Words a map call looks ahead: the slot of word `i + AHEAD` is
-/// prefetched while word `i` is counted.
-const AHEAD: usize = 8;
+/// Words [`for_each_batch`] hands over at a time (the last batch of a call
+/// may be shorter).
+pub const BATCH: usize = 32;
 
-/// Like [`for_each_word`], but calls `ahead` with each word [`AHEAD`] words
-/// before `f` gets it (words that need lower-casing are not announced).
-pub fn for_each_word_ahead(data: &[u8], mut ahead: impl FnMut(&[u8]), mut f: impl FnMut(&[u8])) {
-    let mut buf = Vec::new();
-    let mut ring = [(0, 0, false); AHEAD];
-    let mut seen = 0;
-    tokens(data, |s, e, up| {
-        if !up {
-            ahead(&data[s..e]);
+/// Calls `f` with the words of `data`, lower-cased, in order, [`BATCH`] at
+/// a time: for [`Emit::emit_batch`], which hashes a batch and prefetches
+/// its slots before inserting any.
+pub fn for_each_batch(data: &[u8], f: impl FnMut(&[&[u8]])) {
+    batches(Kernel::detect(), data, f);
+}
+
+/// [`for_each_batch`] with the given tokenizer kernel.
+#[inline(always)]
+fn batches(kernel: Kernel, data: &[u8], mut f: impl FnMut(&[&[u8]])) {
+    let mut ranges = [(0, 0, false); BATCH];
+    let mut n = 0;
+    let mut lower = Vec::new();
+    tokens::tokens(kernel, data, |s, e, up| {
+        ranges[n] = (s, e, up);
+        n += 1;
+        if n == BATCH {
+            flush(data, &ranges, &mut lower, &mut f);
+            n = 0;
         }
-        let slot = &mut ring[seen % AHEAD];
-        if seen >= AHEAD {
-            lowered(data, *slot, &mut buf, &mut f);
-        }
-        *slot = (s, e, up);
-        seen += 1;
     });
-    for i in seen.saturating_sub(AHEAD)..seen {
-        lowered(data, ring[i % AHEAD], &mut buf, &mut f);
+    if n > 0 {
+        flush(data, &ranges[..n], &mut lower, &mut f);
     }
+}
+
+/// Hands `f` the words `data[start..end]` of `ranges`, those with upper
+/// case lower-cased into `lower`.
+#[inline(always)]
+fn flush(
+    data: &[u8],
+    ranges: &[(usize, usize, bool)],
+    lower: &mut Vec<u8>,
+    f: &mut impl FnMut(&[&[u8]]),
+) {
+    lower.clear();
+    for &(s, e, _) in ranges.iter().filter(|r| r.2) {
+        lower.extend(data[s..e].iter().map(|b| b | 0x20));
+    }
+    let mut at = 0;
+    let mut words: [&[u8]; BATCH] = [&[]; BATCH];
+    for (word, &(s, e, upper)) in words.iter_mut().zip(ranges) {
+        *word = if upper {
+            at += e - s;
+            &lower[at - (e - s)..at]
+        } else {
+            &data[s..e]
+        };
+    }
+    f(&words[..ranges.len()]);
 }
 
 /// The word count job. Its output order is by key (word); use
@@ -136,13 +130,7 @@ impl Job for WordCount {
     }
 
     fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
-        // Two closures need the emitter: one announces, one emits.
-        let emit = std::cell::RefCell::new(emit);
-        for_each_word_ahead(
-            split.data,
-            |w| emit.borrow_mut().prefetch(w),
-            |w| emit.borrow_mut().emit(w, 1),
-        );
+        for_each_batch(split.data, |words| emit.emit_batch(words, 1));
         Ok(())
     }
 
@@ -202,29 +190,42 @@ mod tests {
     }
 
     #[test]
-    fn look_ahead_announces_words_before_they_come() {
-        let texts: [&[u8]; 4] = [b"", b"a", b"Ab cd", b"a b c d e f g h i j k l m n o p Q r"];
-        for text in texts {
+    fn batches_are_the_words_in_order_for_every_kernel() {
+        let mut text = b"Hello, WORLD! caf\xc3\xa9 x2y\0z ".repeat(20);
+        text.extend_from_slice(b"MixedCase");
+        for kernel in Kernel::available() {
             let mut got = Vec::new();
-            let announced = std::cell::RefCell::new(Vec::new());
-            for_each_word_ahead(
-                text,
-                |w| announced.borrow_mut().push(w.to_vec()),
-                |w| {
-                    // Every word that needed no lower-casing was announced.
-                    let verbatim = text.windows(w.len()).any(|x| x == w);
-                    assert!(!verbatim || announced.borrow().iter().any(|a| a == w));
-                    got.push(w.to_vec())
-                },
-            );
-            let announced = announced.into_inner();
-            assert_eq!(got, words(text));
-            assert_eq!(
-                announced.len(),
-                got.iter()
-                    .filter(|w| text.windows(w.len()).any(|x| x == &w[..]))
-                    .count()
-            );
+            batches(kernel, &text, |ws| {
+                assert!(!ws.is_empty() && ws.len() <= BATCH);
+                got.extend(ws.iter().map(|w| w.to_vec()));
+            });
+            assert_eq!(got, words(&text), "{kernel:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Batches of any input are its words, lower-cased, in order
+        /// (words that straddle batches and blocks, upper case, bytes
+        /// >= 0x80), for every kernel.
+        #[test]
+        fn batches_match_the_plain_tokenizer(
+            data in proptest::collection::vec(
+                proptest::prop_oneof![
+                    4 => b'a'..=b'z',
+                    2 => b'A'..=b'Z',
+                    2 => proptest::prelude::any::<u8>(),
+                    1 => proptest::prelude::Just(b' '),
+                ],
+                0..2000,
+            ),
+        ) {
+            let mut want = Vec::new();
+            tokens::tokens_plain(&data, |s, e, _| want.push(data[s..e].to_ascii_lowercase()));
+            for kernel in Kernel::available() {
+                let mut got = Vec::new();
+                batches(kernel, &data, |ws| got.extend(ws.iter().map(|w| w.to_vec())));
+                proptest::prop_assert_eq!(&got, &want);
+            }
         }
     }
 }

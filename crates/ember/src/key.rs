@@ -428,8 +428,20 @@ impl PartialOrd for Bytes {
     }
 }
 impl Ord for Bytes {
+    /// Two inline keys compare as their words read big-endian, then their
+    /// lengths (their padding is zero, so a key that is a prefix of the
+    /// other comes first either way), not with a `memcmp` call: sorting the
+    /// output compares keys.
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        self.as_bytes().cmp(other.as_bytes())
+        match (&self.0, &other.0) {
+            (Repr::Inline { len: a, bytes: x }, Repr::Inline { len: b, bytes: y }) => {
+                let be = |s: &[u8; INLINE_KEY_BYTES], at| u64::from_be(read_u64(s, at));
+                let (x, y) = (&x.0, &y.0);
+                (be(x, 0), be(x, 8), a).cmp(&(be(y, 0), be(y, 8), b))
+            }
+            _ => self.as_bytes().cmp(other.as_bytes()),
+        }
     }
 }
 impl std::hash::Hash for Bytes {
@@ -890,6 +902,19 @@ mod tests {
             let pb = Bytes::probe(&b);
             prop_assert_eq!(ka.matches(&pb), a == b);
             prop_assert_eq!(ka.cmp(&Bytes::new(&b)), a.cmp(&b));
+        }
+
+        /// Keys that share a prefix (zero bytes included) order as their
+        /// byte strings, inline or not.
+        #[test]
+        fn keys_with_a_common_prefix_order_as_byte_strings(
+            a in proptest::collection::vec(prop_oneof![Just(0u8), Just(b'a'), any::<u8>()], 0..24),
+            cut in 0usize..24,
+            tail in proptest::collection::vec(prop_oneof![Just(0u8), Just(b'a'), any::<u8>()], 0..8),
+        ) {
+            let b = [&a[..cut.min(a.len())], &tail[..]].concat();
+            prop_assert_eq!(Bytes::new(&a).cmp(&Bytes::new(&b)), a.cmp(&b));
+            prop_assert_eq!(Bytes::new(&b).cmp(&Bytes::new(&a)), b.cmp(&a));
         }
 
         #[test]

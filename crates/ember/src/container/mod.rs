@@ -208,6 +208,15 @@ impl<K: Key, V, C: Emit<K, V>> Emit<K, V> for Counting<C> {
     fn prefetch(&mut self, key: K::Ref<'_>) {
         self.inner.prefetch(key);
     }
+
+    #[inline(always)]
+    fn emit_batch(&mut self, keys: &[K::Ref<'_>], value: V)
+    where
+        V: Clone,
+    {
+        self.pairs += keys.len() as u64;
+        self.inner.emit_batch(keys, value);
+    }
 }
 
 /// A worker's emitter as job `J`'s `map` receives it: `E` itself, with the
@@ -248,6 +257,14 @@ impl<J, K: Key, V, E: Emit<K, V>> Emit<K, V> for ForJob<J, E> {
     #[inline(always)]
     fn prefetch(&mut self, key: K::Ref<'_>) {
         self.inner.prefetch(key);
+    }
+
+    #[inline(always)]
+    fn emit_batch(&mut self, keys: &[K::Ref<'_>], value: V)
+    where
+        V: Clone,
+    {
+        self.inner.emit_batch(keys, value);
     }
 }
 

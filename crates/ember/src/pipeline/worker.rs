@@ -135,6 +135,20 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
             t.prefetch(hash);
         }
     }
+
+    /// Prefetches every key's slot, then emits them.
+    #[inline(always)]
+    fn emit_batch(&mut self, keys: &[<J::Key as Key>::Ref<'_>], value: J::Value)
+    where
+        J::Value: Clone,
+    {
+        for &k in keys {
+            self.prefetch(k);
+        }
+        for &k in keys {
+            self.emit(k, value.clone());
+        }
+    }
 }
 
 impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
