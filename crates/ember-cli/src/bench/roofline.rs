@@ -15,8 +15,8 @@
 //! - [`tokenizer`]: every word of the text found, nothing counted, the
 //!   ceiling of word count and the inverted index;
 //! - [`arithmetic`]: the multiply-add rate of a plain vectorised loop on
-//!   one core, times the threads, the ceiling of k-means, PCA and matrix
-//!   multiply.
+//!   one core (register-resident, no memory access), times the threads,
+//!   the ceiling of k-means, PCA and matrix multiply.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -225,30 +225,25 @@ pub(crate) fn count_words(data: &[u8], threads: usize) -> u64 {
     counts.into_iter().sum()
 }
 
-/// Lanes of the [`multiply_adds`] loop's accumulators: 64 `i32`s, four
-/// AVX-512 registers (eight AVX2 ones).
-const LANES: usize = 64;
-/// Values of each of the loop's two input arrays: 16 KiB together, held
-/// in the L1 cache.
-const VALUES: usize = 2048;
+/// Independent lanes of the [`multiply_adds`] loop: 256 `i32`s, sixteen
+/// AVX-512 registers, enough independent chains to hide the multiply's
+/// latency.
+const LANES: usize = 256;
 
-/// `rounds` passes of a dot product of two L1-resident `i32` arrays into
-/// [`LANES`] wrapping `i32` accumulators: `rounds * VALUES` multiply-adds,
-/// compiled for the CPU's widest vectors as the workloads' kernels are.
+/// `rounds` steps of `x = x * m + c` (wrapping `i32`) on each of [`LANES`]
+/// register-resident lanes: `rounds * LANES` multiply-adds with no memory
+/// access, compiled for the CPU's widest vectors as the workloads' kernels
+/// are: the core's arithmetic rate. Returns the lanes' wrapping sum.
 pub(crate) fn multiply_adds(rounds: u64) -> i32 {
-    let a: Vec<i32> = (0..VALUES as i32).collect();
-    let b: Vec<i32> = (0..VALUES as i32).map(|x| x ^ 0x55).collect();
+    let (m, c) = black_box((0x9e37_79b9_u32 as i32, 12345));
     ember_apps::vectorized(|| {
-        let mut acc = [0i32; LANES];
+        let mut x: [i32; LANES] = std::array::from_fn(|i| i as i32);
         for _ in 0..rounds {
-            let (a, b) = black_box((&a, &b));
-            for (x, y) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
-                for l in 0..LANES {
-                    acc[l] = acc[l].wrapping_add(x[l].wrapping_mul(y[l]));
-                }
+            for v in &mut x {
+                *v = v.wrapping_mul(m).wrapping_add(c);
             }
         }
-        acc.iter().fold(0i32, |s, &v| s.wrapping_add(v))
+        x.iter().fold(0i32, |s, &v| s.wrapping_add(v))
     })
 }
 
@@ -265,8 +260,8 @@ pub(crate) fn arithmetic<'a>(macs: f64, threads: usize) -> Vec<Contender<'a>> {
     if threads > 1 {
         counts.push(threads);
     }
-    let rounds = (macs / ARITHMETIC_SCALE / VALUES as f64).ceil() as u64;
-    let scale = macs / (rounds * VALUES as u64) as f64;
+    let rounds = (macs / ARITHMETIC_SCALE / LANES as f64).ceil() as u64;
+    let scale = macs / (rounds * LANES as u64) as f64;
     counts
         .into_iter()
         .map(|n| {
@@ -445,14 +440,19 @@ mod tests {
     }
 
     #[test]
-    fn the_multiply_add_loop_computes_the_plain_dot_products() {
-        let a: Vec<i32> = (0..VALUES as i32).collect();
-        let b: Vec<i32> = (0..VALUES as i32).map(|x| x ^ 0x55).collect();
-        let dot = a
-            .iter()
-            .zip(&b)
-            .fold(0i32, |s, (x, y)| s.wrapping_add(x.wrapping_mul(*y)));
-        assert_eq!(multiply_adds(3), dot.wrapping_mul(3));
+    fn the_multiply_add_loop_computes_the_plain_recurrence() {
+        let (m, c) = (0x9e37_79b9_u32 as i32, 12345);
+        for rounds in [0, 1, 7] {
+            let want = (0..LANES as i32)
+                .map(|mut x| {
+                    for _ in 0..rounds {
+                        x = x.wrapping_mul(m).wrapping_add(c);
+                    }
+                    x
+                })
+                .fold(0i32, i32::wrapping_add);
+            assert_eq!(multiply_adds(rounds), want, "{rounds}");
+        }
     }
 
     #[test]
