@@ -118,14 +118,16 @@ mod tests {
             let v = vec![1u8; mib * MIB];
             std::hint::black_box(&v);
         };
-        touch(64);
+        touch(512);
         let base = start();
         touch(16);
         let Some(p) = finish(base) else {
             return; // no clear_refs on this kernel
         };
         assert!(p.peak >= p.base + 15 * MIB as u64, "{p:?}");
-        assert!(p.peak < p.base + 48 * MIB as u64, "{p:?}");
+        // Far below the earlier 512 MiB (other tests of this process may
+        // allocate meanwhile).
+        assert!(p.peak < p.base + 256 * MIB as u64, "{p:?}");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::harness::{Contender, Measured};
 use super::machine::all_threads;
 use super::roofline::{self, Role};
 use super::rss;
-use super::versus::{versus, warm};
+use super::versus::{versus, warm, Versus};
 use super::BenchArgs;
 
 /// `ember bench wordcount`.
@@ -135,7 +135,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     );
     v.print_speedup("C reference");
     v.print_roofline("wordcount", spec.size);
-    print_bytes_per_key(&v.rows, spec.size, want.1);
+    print_bytes_per_key(&v, spec.size, want.1);
     v.ember_all().print_phases("");
     Ok(())
 }
@@ -144,13 +144,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
 /// figures: bytes per distinct word, of its peak RSS above what it held
 /// before (the mapped input included, which is also printed apart), and
 /// of ember's container arrays; the all-threads row's goes to the summary.
-fn print_bytes_per_key(rows: &[super::harness::Row], input: u64, distinct: u64) {
+fn print_bytes_per_key(v: &Versus, input: u64, distinct: u64) {
     let per_key = |b: u64| b as f64 / distinct.max(1) as f64;
     println!(
         "\nmemory per distinct word ({distinct} words; the input alone is {:.0} bytes per word):",
         per_key(input)
     );
-    for row in rows.iter().filter(|r| matches!(r.role, Role::Work(_))) {
+    for row in v.rows.iter().filter(|r| matches!(r.role, Role::Work(_))) {
         let Some(p) = row.peak() else { continue };
         let rise = p.peak.saturating_sub(p.base);
         let containers = row
@@ -164,7 +164,7 @@ fn print_bytes_per_key(rows: &[super::harness::Row], input: u64, distinct: u64) 
             per_key(rise)
         );
         println!("{:<30} {line}", row.name);
-        if row.name == rows[2].name {
+        if std::ptr::eq(row, v.ember_all()) {
             roofline::note_last(line);
         }
     }
