@@ -14,7 +14,7 @@
 /// the CPU has them, else for the baseline. Call it around a whole kernel
 /// (a split's worth of work), not per element.
 #[inline(always)]
-pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
+pub fn vectorized<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;

@@ -9,6 +9,7 @@ mod blocks;
 pub mod histogram;
 pub mod inverted_index;
 mod isa;
+pub use isa::vectorized;
 pub mod kmeans;
 pub mod linear_regression;
 pub mod matrix;

@@ -30,6 +30,8 @@ use ember::{
     Stats, Sum,
 };
 
+use rayon::prelude::*;
+
 use crate::isa::vectorized;
 use crate::matrix::Matrix;
 use crate::multijob::add_stats;
@@ -83,6 +85,7 @@ pub fn covariance(cols: usize, dot: i128, sum_i: i64, sum_j: i64) -> f64 {
 }
 
 /// The matrix prepared for the dot products, in the narrowest exact form.
+#[derive(Debug, PartialEq)]
 enum Prepared {
     /// Every value fits in an `i16` and a sum of `chunk` products of two
     /// values fits in an `i32` (`chunk` is also at most [`BLOCK_COLS`]).
@@ -95,30 +98,70 @@ enum Prepared {
 const MIN_NARROW_CHUNK: u64 = 64;
 
 impl Prepared {
+    /// The matrix prepared on the calling thread.
     fn new(m: &Matrix<'_>) -> Prepared {
-        let max_abs = m.range().map_or(0, |(lo, hi)| {
+        Prepared::choose(
+            m.range(),
+            || m.data.chunks_exact(4).map(|b| value(b) as i16).collect(),
+            || m.values(),
+        )
+    }
+
+    /// The matrix prepared as [`Prepared::new`] does, by `rt`'s workers
+    /// (the range and the conversion are passes over the whole matrix,
+    /// which would otherwise run on one core before the parallel job).
+    fn new_on(m: &Matrix<'_>, rt: &Runtime) -> Prepared {
+        rt.install(|| {
+            let range = (!m.data.is_empty()).then(|| {
+                let both = |(lo, hi): (i32, i32), (l, h): (i32, i32)| (lo.min(l), hi.max(h));
+                m.data
+                    .par_chunks_exact(4)
+                    .map(|b| (value(b), value(b)))
+                    .reduce(|| (i32::MAX, i32::MIN), both)
+            });
+            Prepared::choose(
+                range,
+                || {
+                    m.data
+                        .par_chunks_exact(4)
+                        .map(|b| value(b) as i16)
+                        .collect()
+                },
+                || m.data.par_chunks_exact(4).map(value).collect(),
+            )
+        })
+    }
+
+    /// The narrow form (its values from `narrow`) when the matrix's value
+    /// `range` allows it, else the wide one (from `wide`).
+    fn choose(
+        range: Option<(i32, i32)>,
+        narrow: impl FnOnce() -> Vec<i16>,
+        wide: impl FnOnce() -> Vec<i32>,
+    ) -> Prepared {
+        let max_abs = range.map_or(0, |(lo, hi)| {
             (lo.unsigned_abs() as u64).max(hi.unsigned_abs() as u64)
         });
         let square = (max_abs * max_abs).max(1);
         let narrow_chunk = i32::MAX as u64 / square;
         if narrow_chunk >= MIN_NARROW_CHUNK {
             // |v| <= 5792 here: the casts are exact.
-            let values = m
-                .data
-                .chunks_exact(4)
-                .map(|b| i32::from_le_bytes(b.try_into().expect("4 bytes")) as i16)
-                .collect();
             Prepared::Narrow {
-                values,
+                values: narrow(),
                 chunk: narrow_chunk.min(BLOCK_COLS as u64) as usize,
             }
         } else {
             Prepared::Wide {
-                values: m.values(),
+                values: wide(),
                 chunk: (i64::MAX as u64 / square).min(BLOCK_COLS as u64) as usize,
             }
         }
     }
+}
+
+/// The little-endian `i32` of 4 bytes.
+fn value(b: &[u8]) -> i32 {
+    i32::from_le_bytes(b.try_into().expect("4 bytes"))
 }
 
 /// An integer type the dot-product kernel multiplies, with the accumulator
@@ -353,7 +396,7 @@ pub fn run(rt: &Runtime, m: &Matrix<'_>, opts: &RunOptions) -> Result<(Pca, Stat
     let mut stats = Stats::default();
     add_stats(&mut stats, &sums_out.stats);
 
-    let prepared = Prepared::new(m);
+    let prepared = Prepared::new_on(m, rt);
     let job = Covariance {
         cols: m.cols,
         prepared: &prepared,
@@ -430,8 +473,13 @@ mod tests {
             values[1] = scale;
             let bytes = encode(rows, cols, &values);
             let m = Matrix::parse(&bytes, "m").unwrap();
-            let narrow = matches!(Prepared::new(&m), Prepared::Narrow { .. });
+            let prepared = Prepared::new(&m);
+            let narrow = matches!(prepared, Prepared::Narrow { .. });
             assert_eq!(narrow, scale.unsigned_abs() <= 5792, "scale {scale}");
+            for threads in [1, 2, 3] {
+                let rt = Runtime::builder().threads(threads).build().unwrap();
+                assert_eq!(Prepared::new_on(&m, &rt), prepared, "{threads} threads");
+            }
             let got = sequential(&m).unwrap();
             let by_row: Vec<Vec<i32>> = m.values().chunks(cols).map(<[i32]>::to_vec).collect();
             assert_eq!(got.upper, plain(&by_row), "{rows} x {cols}, scale {scale}");

@@ -76,11 +76,74 @@ pub(crate) struct RunArgs {
     pub(crate) recorder: ember::Trace,
 }
 
+/// Inputs of at most this many bytes are mapped by one worker: the
+/// runtime's smallest split, so that the whole input is one split and a
+/// second worker would have nothing to map (while its thread and its
+/// empty tables, a few per worker, would cost more than the input).
+pub(crate) const SMALL_INPUT: u64 = 64 << 10;
+
+/// How many workers a command's runtime starts, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Workers {
+    /// As `--threads` asked, else one per CPU.
+    Asked(Option<usize>),
+    /// One, for an input of `bytes`, at most [`SMALL_INPUT`], with no
+    /// `--threads` given.
+    SmallInput { bytes: u64 },
+}
+
+impl Workers {
+    /// The decision for `input` under `--threads threads`: only an input
+    /// whose every part's length is known (files, not standard input) can
+    /// be small.
+    pub(crate) fn for_input(threads: Option<usize>, input: &ember::Input<'_>) -> Workers {
+        let known = !input.is_streamed() || input.parts() == 0;
+        match (threads, input.len() as u64) {
+            (None, bytes) if known && bytes <= SMALL_INPUT => Workers::SmallInput { bytes },
+            _ => Workers::Asked(threads),
+        }
+    }
+
+    /// The worker count, if set (else one per CPU).
+    fn threads(self) -> Option<usize> {
+        match self {
+            Workers::Asked(t) => t,
+            Workers::SmallInput { .. } => Some(1),
+        }
+    }
+}
+
+impl std::fmt::Display for Workers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Workers::Asked(Some(n)) => write!(f, "workers   {n}: --threads"),
+            Workers::Asked(None) => write!(f, "workers   one per CPU (the default)"),
+            Workers::SmallInput { bytes } => write!(
+                f,
+                "workers   1: the input ({bytes} bytes) is one split of at most {} KiB; \
+                 --threads overrides",
+                SMALL_INPUT >> 10
+            ),
+        }
+    }
+}
+
 impl RunArgs {
     /// Builds the runtime these options ask for.
     pub(crate) fn runtime(&self) -> Result<Runtime> {
+        self.runtime_with(Workers::Asked(self.threads))
+    }
+
+    /// Builds the runtime for `input`: one worker for a small one (see
+    /// [`Workers::for_input`]), else as [`runtime`](Self::runtime).
+    pub(crate) fn runtime_for(&self, input: &ember::Input<'_>) -> Result<(Runtime, Workers)> {
+        let workers = Workers::for_input(self.threads, input);
+        Ok((self.runtime_with(workers)?, workers))
+    }
+
+    fn runtime_with(&self, workers: Workers) -> Result<Runtime> {
         let mut b = Runtime::builder();
-        if let Some(t) = self.threads {
+        if let Some(t) = workers.threads() {
             b = b.threads(t);
         }
         Ok(b.build()?)
@@ -267,4 +330,27 @@ pub(crate) fn quiet_worker_panics() {
             eprintln!("ember: internal error: {info}");
         }
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Workers, SMALL_INPUT};
+
+    #[test]
+    fn only_a_small_input_of_known_length_runs_on_one_worker() {
+        let small = vec![b'a'; SMALL_INPUT as usize];
+        let big = vec![b'a'; SMALL_INPUT as usize + 1];
+        let of = |t, input: &ember::Input<'_>| Workers::for_input(t, input);
+        assert_eq!(
+            of(None, &ember::Input::bytes(&small)),
+            Workers::SmallInput { bytes: SMALL_INPUT }
+        );
+        assert_eq!(of(None, &ember::Input::bytes(&big)), Workers::Asked(None));
+        assert_eq!(
+            of(Some(2), &ember::Input::bytes(&small)),
+            Workers::Asked(Some(2))
+        );
+        let stdin = ember::Input::reader("<stdin>", std::io::empty());
+        assert_eq!(of(None, &stdin), Workers::Asked(None));
+    }
 }

@@ -38,7 +38,10 @@ struct Cli {
     command: Command,
 }
 
+/// Each subcommand's arguments are defined only when it is the one run
+/// (`defer`): a command starts without building the whole tree.
 #[derive(Subcommand)]
+#[command(defer = true)]
 enum Command {
     /// Generate a ~100 MB Zipf text corpus once (cached) and count its words.
     Demo(wordcount::DemoArgs),

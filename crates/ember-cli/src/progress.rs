@@ -6,6 +6,7 @@
 //! only (indicatif draws nothing elsewhere), cleared before any result is
 //! printed. Generating an input has a bar of its own ([`bar`]).
 
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -18,13 +19,18 @@ const SHOW_AFTER: Duration = Duration::from_secs(1);
 const TICK: Duration = Duration::from_millis(100);
 
 /// Runs `f` with `opts` plus a progress counter, showing the run's progress
-/// on standard error meanwhile. `jobs` names one job of a multi-job command
+/// on standard error meanwhile, when it is a terminal (else `f` runs with
+/// `opts` as they are). `jobs` names one job of a multi-job command
 /// (`"iteration"`, `"job"`).
 pub(crate) fn progress_while<T>(
     opts: RunOptions,
     jobs: &'static str,
     f: impl FnOnce(&RunOptions) -> T,
 ) -> T {
+    // indicatif draws nothing elsewhere: no display thread to start.
+    if !std::io::stderr().is_terminal() {
+        return f(&opts);
+    }
     let counter = Progress::new();
     let opts = opts.progress(counter.clone());
     let shown = Shown {

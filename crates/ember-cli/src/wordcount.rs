@@ -9,7 +9,7 @@ use ember::{Bytes, Input, Output, Runtime};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
 
-use crate::common::{parse_size, write_output, RunArgs};
+use crate::common::{parse_size, write_output, RunArgs, Workers};
 use crate::progress::progress_while;
 
 /// `ember wordcount`.
@@ -107,8 +107,12 @@ fn count(
 /// Runs `ember wordcount`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let input = a.run.open(&a.files)?;
-    let rt = a.run.runtime()?;
-    count(&rt, &input, &a.run, a.top, a.output.as_ref())
+    let (rt, workers) = a.run.runtime_for(&input)?;
+    count(&rt, &input, &a.run, a.top, a.output.as_ref())?;
+    if a.run.stats && matches!(workers, Workers::SmallInput { .. }) {
+        eprintln!("{workers}");
+    }
+    Ok(())
 }
 
 /// Runs `ember demo`: a cached corpus, its top 20 words and the breakdown.

@@ -58,6 +58,52 @@ fn wordcount_prints_top_and_writes_everything() {
 }
 
 #[test]
+fn a_small_input_on_one_worker_counts_what_every_thread_count_counts() {
+    let d = tempdir("small");
+    // Around the one-worker threshold (64 KiB): below, at and above it.
+    for (i, bytes) in [0usize, 1, 1024, 65_535, 65_536, 65_537, 200_000]
+        .into_iter()
+        .enumerate()
+    {
+        let words = [
+            "The", "quick", "brown", "fox", "x", "JUMPS", "over", "a", "dog",
+        ];
+        let mut text = String::new();
+        let mut n = 0;
+        while text.len() < bytes {
+            text.push_str(words[n % words.len()]);
+            text.push(if n % 7 == 0 { '\n' } else { ' ' });
+            n += 1;
+        }
+        text.truncate(bytes);
+        let f = d.join(format!("in{i}.txt"));
+        std::fs::write(&f, &text).unwrap();
+        let f = f.to_str().unwrap();
+        let run = |extra: &[&str]| {
+            let out = ember(&[&["wordcount", f, "-o", "-", "-k", "3"], extra].concat());
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out.stdout
+        };
+        let plain = run(&["-t", "1"]);
+        assert_eq!(run(&[]), plain, "{bytes} bytes");
+        assert_eq!(run(&["-t", "2"]), plain, "{bytes} bytes");
+        assert_eq!(
+            run(&["-t", "3", "--split-size", "100"]),
+            plain,
+            "{bytes} bytes"
+        );
+        // The decision shows under --stats, for small inputs only.
+        let stats = ember(&["wordcount", f, "--stats"]);
+        let said = String::from_utf8_lossy(&stats.stderr).contains("workers   1: the input");
+        assert_eq!(said, bytes <= 65_536, "{bytes} bytes");
+    }
+}
+
+#[test]
 fn wordcount_reads_stdin_and_writes_stats_json() {
     let d = tempdir("stdin");
     let json = d.join("stats.json");

@@ -258,13 +258,22 @@ pub(crate) fn plan_chunk(
 type Task = Box<dyn FnOnce() + Send>;
 
 /// The runtime's ingest thread: runs reader loops, one run at a time.
+/// Started by the first streamed run, so that a runtime that only maps
+/// its inputs never starts it.
 pub(crate) struct IngestThread {
-    tasks: Mutex<mpsc::Sender<Task>>,
+    tasks: Mutex<Option<mpsc::Sender<Task>>>,
 }
 
 impl IngestThread {
+    /// The thread, not started yet.
+    pub(crate) fn new() -> Self {
+        IngestThread {
+            tasks: Mutex::new(None),
+        }
+    }
+
     /// Starts the thread.
-    pub(crate) fn start() -> Result<Self> {
+    fn start() -> Result<mpsc::Sender<Task>> {
         let (tx, rx) = mpsc::channel::<Task>();
         std::thread::Builder::new()
             .name("ember-ingest".into())
@@ -278,9 +287,20 @@ impl IngestThread {
                 }
             })
             .map_err(|e| Error::Config(format!("cannot start the ingest thread: {e}")))?;
-        Ok(IngestThread {
-            tasks: Mutex::new(tx),
-        })
+        Ok(tx)
+    }
+
+    /// Runs `task` on the thread, starting it if this is the first.
+    fn submit(&self, task: Task) -> Result<()> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        if tasks.is_none() {
+            *tasks = Some(Self::start()?);
+        }
+        tasks
+            .as_ref()
+            .expect("started above")
+            .send(task)
+            .map_err(|_| Error::Config("the ingest thread has stopped".into()))
     }
 
     /// Starts reading `reader`'s chunks into `buffers` circulating buffers.
@@ -310,11 +330,7 @@ impl IngestThread {
                 }
             }
         });
-        self.tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .send(task)
-            .map_err(|_| Error::Config("the ingest thread has stopped".into()))?;
+        self.submit(task)?;
         Ok((empty_tx, full_rx))
     }
 }

@@ -121,7 +121,7 @@ impl RuntimeBuilder {
         }
         Ok(Runtime {
             pool: Pool::new(threads, self.pin)?,
-            ingest: IngestThread::start()?,
+            ingest: IngestThread::new(),
             split_size: self.split_size,
             memory_limit: self.memory_limit,
             spill_dir: self.spill_dir,

@@ -12,6 +12,8 @@ use anyhow::Result;
 use ember::Stats;
 
 use super::machine::cpu_secs;
+use super::roofline::Role;
+use super::rss::{self, Peak};
 
 /// The median of some (at least one) timings: the middle one, or the mean
 /// of the middle two.
@@ -61,12 +63,16 @@ pub(crate) struct Measured {
     pub(crate) stats: Option<Stats>,
     /// A line to print under the stats (a step after or before the job).
     pub(crate) note: Option<String>,
+    /// The run's resident memory (see [`rss`]), if known.
+    pub(crate) memory: Option<Peak>,
 }
 
 impl Measured {
-    /// Runs `run` once, timing it on the wall clock and in CPU time; `run`
-    /// returns the stats of its ember job, if it ran one.
+    /// Runs `run` once, timing it on the wall clock and in CPU time and
+    /// taking its peak RSS ([`rss`]); `run` returns the stats of its ember
+    /// job, if it ran one.
     pub(crate) fn of(run: impl FnOnce() -> Result<Option<Stats>>) -> Result<Measured> {
+        let base = rss::start();
         let cpu = cpu_secs();
         let t = Instant::now();
         let stats = run()?;
@@ -76,6 +82,7 @@ impl Measured {
             cpu: cpu_secs() - cpu,
             stats,
             note: None,
+            memory: rss::finish(base),
         })
     }
 }
@@ -90,6 +97,8 @@ pub(crate) struct Contender<'a> {
     /// Runs the contender once (checking its result, if it is to be
     /// checked) and says what the run measured.
     run: Box<RunOnce<'a>>,
+    /// What the row is on the roofline.
+    role: Role,
 }
 
 impl<'a> Contender<'a> {
@@ -101,7 +110,18 @@ impl<'a> Contender<'a> {
         Contender {
             name: name.into(),
             run: Box::new(run),
+            role: Role::Other,
         }
+    }
+
+    /// The contender, with its `role` on the roofline.
+    pub(crate) fn role(self, role: Role) -> Contender<'a> {
+        Contender { role, ..self }
+    }
+
+    /// Its role on the roofline.
+    pub(crate) fn role_of(&self) -> Role {
+        self.role
     }
 }
 
@@ -113,12 +133,22 @@ pub(crate) struct Row {
     pub(crate) timing: Timing,
     /// Every timed run, in order (not the warm-up).
     pub(crate) runs: Vec<Measured>,
+    /// What the row is on the roofline.
+    pub(crate) role: Role,
 }
 
 impl Row {
     /// The last run.
     pub(crate) fn last(&self) -> &Measured {
         self.runs.last().expect("at least one round")
+    }
+
+    /// The highest peak RSS of its runs, if known.
+    pub(crate) fn peak(&self) -> Option<Peak> {
+        self.runs
+            .iter()
+            .filter_map(|m| m.memory)
+            .max_by_key(|p| p.peak)
     }
 
     /// The run whose time is closest to the median.
@@ -185,32 +215,48 @@ pub(crate) fn measure(runs: Option<usize>, contenders: Vec<Contender<'_>>) -> Re
             name: c.name,
             timing: Timing::of(runs.iter().map(|m| m.secs).collect()),
             runs,
+            role: c.role,
         })
         .collect())
 }
 
 /// Prints a bench's table: `title` and the number of runs, then a line per
 /// row with its median and best seconds, its rate (`amount` of work per
-/// run in `unit`s, per median second) and its speedups over the first row
-/// (the baseline), of the medians and of the best runs.
+/// run in `unit`s, per median second), its speedups over the first row
+/// (the baseline), of the medians and of the best runs, its share of the
+/// binding limit on its thread count ([`binding_limit`]; 100% is at the
+/// limit) and its peak RSS.
 pub(crate) fn print_table(title: &str, amount: f64, unit: &str, rows: &[Row]) {
     let runs = rows.first().map_or(0, |r| r.timing.runs);
     println!("{title}, {runs} runs each");
+    if let Some(base) = rows.iter().find_map(Row::peak) {
+        println!(
+            "(peak RSS: the highest of a row's runs, of this process, which holds {:.0} MiB \
+             between runs; a child process's own)",
+            mib(base.base)
+        );
+    }
     let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0).max(30);
     let rate = format!("{unit}/s");
     println!(
-        "{:<width$} {:>9} {:>9} {:>12} {:>9} {:>9}",
-        "contender", "median s", "best s", rate, "speedup", "best"
+        "{:<width$} {:>9} {:>9} {:>12} {:>9} {:>9} {:>7} {:>9}",
+        "contender", "median s", "best s", rate, "speedup", "best", "limit", "peak MiB"
     );
     let Some(base) = rows.first().map(|r| r.timing) else {
         return;
     };
-    for Row {
-        name, timing: t, ..
-    } in rows
-    {
+    for row in rows {
+        let t = row.timing;
+        let share = match binding_limit(rows, row.role) {
+            Some(limit) => format!("{:.0}%", 100.0 * limit.timing.median / t.median),
+            None => "-".into(),
+        };
+        let peak = row
+            .peak()
+            .map_or("-".into(), |p| format!("{:.0}", mib(p.peak)));
         println!(
-            "{name:<width$} {:>9.3} {:>9.3} {:>12.1} {:>8.2}x {:>8.2}x",
+            "{:<width$} {:>9.3} {:>9.3} {:>12.1} {:>8.2}x {:>8.2}x {share:>7} {peak:>9}",
+            row.name,
             t.median,
             t.best,
             amount / t.median,
@@ -218,6 +264,23 @@ pub(crate) fn print_table(title: &str, amount: f64, unit: &str, rows: &[Row]) {
             base.best / t.best
         );
     }
+}
+
+/// Mebibytes of `bytes`.
+pub(crate) fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64
+}
+
+/// The limit a row of work is held to: of the limit rows on its thread
+/// count, the slowest (the one that binds). None for a limit or another
+/// row, or when no limit was measured on its thread count.
+pub(crate) fn binding_limit(rows: &[Row], role: Role) -> Option<&Row> {
+    let Role::Work(threads) = role else {
+        return None;
+    };
+    rows.iter()
+        .filter(|r| r.role == Role::Limit(threads))
+        .max_by(|a, b| a.timing.median.total_cmp(&b.timing.median))
 }
 
 #[cfg(test)]
@@ -288,8 +351,33 @@ mod tests {
             name: "x".into(),
             timing: Timing::of(runs.iter().map(|m| m.secs).collect()),
             runs,
+            role: Role::Other,
         };
         assert_eq!(row.median_run().secs, 0.31);
         assert_eq!(row.last().secs, 0.9);
+    }
+
+    #[test]
+    fn a_row_of_work_is_held_to_the_slowest_limit_on_its_thread_count() {
+        let row = |name: &str, secs: f64, role| Row {
+            name: name.into(),
+            timing: Timing::of(vec![secs]),
+            runs: Vec::new(),
+            role,
+        };
+        let rows = vec![
+            row("seq", 4.0, Role::Work(1)),
+            row("ember 2", 2.0, Role::Work(2)),
+            row("read 1", 1.0, Role::Limit(1)),
+            row("count 1", 3.0, Role::Limit(1)),
+            row("read 2", 0.5, Role::Limit(2)),
+            row("other", 9.0, Role::Other),
+        ];
+        let limit = |i: usize| binding_limit(&rows, rows[i].role).map(|r| r.name.as_str());
+        assert_eq!(limit(0), Some("count 1"));
+        assert_eq!(limit(1), Some("read 2"));
+        assert_eq!(limit(2), None);
+        assert_eq!(limit(5), None);
+        assert_eq!(binding_limit(&rows, Role::Work(8)).map(|r| &r.name), None);
     }
 }

@@ -7,7 +7,8 @@ use ember::{Input, RunOptions};
 use ember_apps::histogram::{self, BmpSpec};
 
 use super::machine::all_threads;
-use super::versus::{against_sequential, memory_read, warm};
+use super::roofline;
+use super::versus::{against_sequential, warm};
 use super::BenchArgs;
 
 /// `ember bench histogram`.
@@ -37,12 +38,16 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let bytes = warm(&[&file])?;
     let sequential = || Ok(histogram::sequential(Input::file(&file)?.part_bytes(0))?);
     let want = sequential()?;
+    let threads = all_threads(a.bench.threads);
+    let files = [file.clone()];
+    let mut limits = roofline::bandwidth(&files, threads);
+    limits.extend(roofline::counter_updates(&file, threads, &want));
     let v = against_sequential(
         a.bench,
         &want,
         sequential,
         |rt| crate::histogram::count(rt, &file, &RunOptions::default()),
-        memory_read(&file, all_threads(a.bench.threads)),
+        limits,
     )?;
     v.print(
         &format!(
@@ -55,7 +60,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "MB",
     );
     v.print_speedup("sequential baseline");
-    v.print_memory_share(bytes);
+    v.print_roofline("histogram", bytes);
     v.ember_all().print_phases("");
     Ok(())
 }

@@ -14,6 +14,8 @@ use crate::common::parse_size;
 use crate::inverted_index::{cached_docs, docs_in};
 
 use super::harness::Contender;
+use super::machine::all_threads;
+use super::roofline::{self, Role};
 use super::versus::{checked, ember_name, versus, warm};
 use super::BenchArgs;
 
@@ -60,7 +62,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ..TextSpec::default()
     };
     let (paths, docs) = corpus(&a, &spec)?;
-    warm(&paths)?;
+    let bytes = warm(&paths)?;
     // The untimed first sequential run is the oracle.
     let want = run_sequential(sequential, &paths, docs)?;
     let documents = Cell::new(0);
@@ -71,6 +73,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
                 Ok((run_sequential(index, paths, docs)?, None))
             })
         })
+        .role(Role::Work(1))
     };
     let ember = |rt: &Runtime| {
         let mut numbering = None;
@@ -88,11 +91,25 @@ pub(crate) fn run(a: Args) -> Result<()> {
         });
         Ok(m)
     };
+    // Every word of the corpus, counted plainly: what the tokenizer limit
+    // must find.
+    let words = {
+        let input = Input::files(&paths)?;
+        let mut n = 0u64;
+        for p in 0..input.parts() {
+            ember_apps::wordcount::for_each_word(input.part_bytes(p), |_| n += 1);
+        }
+        n
+    };
+    let threads = all_threads(a.bench.threads);
+    let mut more = vec![baseline("sequential, partitioned", sequential_partitioned)];
+    more.extend(roofline::tokenizer(&paths, threads, words));
+    more.extend(roofline::bandwidth(&paths, threads));
     let v = versus(
         a.bench,
         baseline("sequential (1 thread)", sequential),
         ember,
-        vec![baseline("sequential, partitioned", sequential_partitioned)],
+        more,
     )?;
     let postings: usize = want.iter().map(|(_, ids)| ids.len()).sum();
     let shape = match docs {
@@ -110,6 +127,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "MB",
     );
     v.print_speedup("sequential baseline");
+    v.print_roofline("inverted-index", bytes);
     v.ember_all().print_phases("");
     Ok(())
 }

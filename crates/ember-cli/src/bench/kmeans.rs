@@ -8,6 +8,8 @@ use ember_apps::kmeans;
 use crate::kmeans::{points_spec, ParamArgs};
 use crate::numeric;
 
+use super::machine::all_threads;
+use super::roofline;
 use super::versus::against_sequential;
 use super::BenchArgs;
 
@@ -34,6 +36,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let params = a.params.params();
     let sequential = || Ok(kmeans::sequential(&points, params)?);
     let want = sequential()?;
+    // A multiply-add per point, cluster and dimension in each iteration.
+    let macs = (points.rows * points.cols * params.clusters * want.iterations) as f64;
     let v = against_sequential(
         a.bench,
         &want,
@@ -42,7 +46,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             let opts = RunOptions::default();
             Ok(kmeans::run(rt, &points, params, &opts, |_, _| {})?)
         },
-        Vec::new(),
+        roofline::arithmetic(macs, all_threads(a.bench.threads)),
     )?;
     let converged = if want.converged {
         "converged"
@@ -58,6 +62,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "M pt-iter",
     );
     v.print_speedup("sequential baseline");
+    v.print_roofline("kmeans", points.data.len() as u64);
     v.ember_all()
         .print_phases(&format!(", summed over its {} jobs", want.iterations));
     Ok(())

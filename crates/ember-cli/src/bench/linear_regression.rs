@@ -7,7 +7,8 @@ use ember::{Input, RunOptions};
 use ember_apps::linear_regression::{self, PointsSpec};
 
 use super::machine::all_threads;
-use super::versus::{against_sequential, memory_read, warm};
+use super::roofline;
+use super::versus::{against_sequential, warm};
 use super::BenchArgs;
 use crate::common::parse_size;
 
@@ -38,6 +39,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         )?)
     };
     let want = sequential()?;
+    let files = [file.clone()];
     let v = against_sequential(
         a.bench,
         &want,
@@ -50,7 +52,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
                 &RunOptions::default(),
             )
         },
-        memory_read(&file, all_threads(a.bench.threads)),
+        roofline::bandwidth(&files, all_threads(a.bench.threads)),
     )?;
     v.print(
         &format!(
@@ -62,7 +64,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "MB",
     );
     v.print_speedup("sequential baseline");
-    v.print_memory_share(bytes);
+    v.print_roofline("linear-regression", bytes);
     v.ember_all().print_phases("");
     Ok(())
 }

@@ -8,6 +8,8 @@ use ember_apps::matrix_multiply;
 use crate::matrix_multiply::factor_spec;
 use crate::numeric;
 
+use super::machine::all_threads;
+use super::roofline;
 use super::versus::against_sequential;
 use super::BenchArgs;
 
@@ -29,22 +31,24 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let (ma, mb) = (numeric::matrix(&ia)?, numeric::matrix(&ib)?);
     let sequential = || Ok(matrix_multiply::sequential(&ma, &mb)?);
     let want = sequential()?;
+    let macs = (ma.rows * ma.cols * mb.cols) as f64;
     let v = against_sequential(
         a.bench,
         &want,
         sequential,
         |rt| Ok(matrix_multiply::run(rt, &ma, &mb, &RunOptions::default())?),
-        Vec::new(),
+        roofline::arithmetic(macs, all_threads(a.bench.threads)),
     )?;
     v.print(
         &format!(
             "matrix multiply, {} x {} times {} x {} (i32, wrapping)",
             ma.rows, ma.cols, mb.rows, mb.cols
         ),
-        (ma.rows * ma.cols * mb.cols) as f64 / 1e9,
+        macs / 1e9,
         "GMAC",
     );
     v.print_speedup("sequential baseline");
+    v.print_roofline("matrix-multiply", (ma.data.len() + mb.data.len()) as u64);
     v.ember_all().print_phases("");
     Ok(())
 }

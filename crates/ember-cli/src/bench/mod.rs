@@ -4,8 +4,10 @@
 //! noise on a shared machine hits all alike) and prints their table;
 //! [`versus`] is the shape of a workload bench (its baseline, ember on one
 //! thread and on all threads, other rows, the bar line); [`machine`] says
-//! what the machine gave the bench. Each workload's file declares its
-//! input, its baselines, its ember contenders and its bar line.
+//! what the machine gave the bench; [`roofline`] measures each workload's
+//! limit in the same run, and [`rss`] each row's peak memory. Each
+//! workload's file declares its input, its baselines, its ember
+//! contenders, its limits and its bar line.
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -22,6 +24,8 @@ mod matrix_multiply;
 mod merge;
 mod pca;
 mod pipeline;
+mod roofline;
+mod rss;
 mod sort;
 mod spill;
 mod string_match;
@@ -126,6 +130,7 @@ fn all() -> Result<()> {
         println!("\n=== ember bench {name} ({} of {})", i + 1, SUITE.len());
         run(Named::try_parse_from(["ember bench", name])?.bench)?;
     }
+    roofline::print_summary();
     Ok(())
 }
 

@@ -8,6 +8,8 @@ use ember_apps::pca;
 use crate::numeric;
 use crate::pca::matrix_spec;
 
+use super::machine::all_threads;
+use super::roofline;
 use super::versus::against_sequential;
 use super::BenchArgs;
 
@@ -31,22 +33,23 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let m = numeric::matrix(&input)?;
     let sequential = || Ok(pca::sequential(&m)?);
     let want = sequential()?;
+    // Multiply-adds of the dot products of the upper triangle.
+    let macs = (m.rows * (m.rows + 1) / 2 * m.cols) as f64;
     let v = against_sequential(
         a.bench,
         &want,
         sequential,
         |rt| Ok(pca::run(rt, &m, &RunOptions::default())?),
-        Vec::new(),
+        roofline::arithmetic(macs, all_threads(a.bench.threads)),
     )?;
-    // Multiply-adds of the dot products of the upper triangle.
-    let macs = (m.rows * (m.rows + 1) / 2 * m.cols) as f64 / 1e9;
     let mb = m.data.len() as f64 / 1e6;
     v.print(
         &format!("pca, {} x {} matrix ({mb:.1} MB)", m.rows, m.cols),
-        macs,
+        macs / 1e9,
         "GMAC",
     );
     v.print_speedup("sequential baseline");
+    v.print_roofline("pca", m.data.len() as u64);
     v.ember_all().print_phases(", summed over its 2 jobs");
     Ok(())
 }

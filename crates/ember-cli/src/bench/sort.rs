@@ -17,6 +17,7 @@ use crate::sort::cached_records;
 
 use super::harness::{Contender, Measured};
 use super::machine::all_threads;
+use super::roofline::Role;
 use super::versus::{ember_name, versus};
 use super::BenchArgs;
 
@@ -84,7 +85,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
         })?;
         verify(&want, recs.as_flattened(), "rayon par_sort")?;
         Ok(m)
-    });
+    })
+    .role(Role::Work(all));
     let v = versus(a.bench, sequential, ember, vec![rayon])?;
     let mb = data.len() as f64 / 1e6;
     v.print(
@@ -96,6 +98,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "MB",
     );
     v.print_speedup("sequential baseline");
+    v.print_roofline("sort", data.len() as u64);
     for row in [v.ember_one(), v.ember_all()] {
         row.print_phases(
             " (map: keys extracted and routed to sampled key ranges; reduce: each range \

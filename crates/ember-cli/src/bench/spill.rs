@@ -17,8 +17,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use ember_apps::text::TextSpec;
 
-use super::harness::{measure, print_table, Contender, Measured, Row};
+use super::harness::{measure, print_table, Contender, Measured};
 use super::machine::all_threads;
+use super::rss;
 use super::BenchArgs;
 use crate::common::parse_size;
 
@@ -73,7 +74,6 @@ pub(crate) fn run(a: Args) -> Result<()> {
         a.limit as f64 / (1 << 20) as f64
     );
     print_table(&title, mb, "MB", &rows);
-    print_memory(&rows);
     Ok(())
 }
 
@@ -90,7 +90,7 @@ fn copy(from: &Path, to: &Path) -> Result<Measured> {
 }
 
 /// Runs `ember ARGS TEXT -o OUT` as a child process; its peak resident
-/// memory goes in the note.
+/// memory is the child's own.
 fn child(args: &[String], (text, out): (&PathBuf, &PathBuf)) -> Result<Measured> {
     let exe = std::env::current_exe().context("finding the ember binary")?;
     let start = Instant::now();
@@ -102,7 +102,7 @@ fn child(args: &[String], (text, out): (&PathBuf, &PathBuf)) -> Result<Measured>
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()?;
-    let (status, usage) = wait(spawned.id())?;
+    let (status, usage) = rss::wait(spawned.id())?;
     let secs = start.elapsed().as_secs_f64();
     if status != 0 {
         bail!("ember {} failed (wait status {status})", args.join(" "));
@@ -112,36 +112,7 @@ fn child(args: &[String], (text, out): (&PathBuf, &PathBuf)) -> Result<Measured>
         secs,
         cpu: cpu(usage.ru_utime) + cpu(usage.ru_stime),
         stats: None,
-        // Linux gives ru_maxrss in KiB.
-        note: Some(format!("{}", usage.ru_maxrss)),
+        note: None,
+        memory: rss::peak_of(&usage).map(|peak| rss::Peak { base: 0, peak }),
     })
-}
-
-/// Waits for child `pid`: its wait status and resource usage.
-fn wait(pid: u32) -> Result<(i32, libc::rusage)> {
-    let mut status = 0;
-    // SAFETY: an all-zero `rusage` is a valid value (integers and
-    // timevals); `wait4` writes both out-parameters, which live for the
-    // call, for a child of this process that has not been waited for.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let got = unsafe { libc::wait4(pid as i32, &mut status, 0, &mut usage) };
-    if got < 0 {
-        return Err(std::io::Error::last_os_error()).context("waiting for ember");
-    }
-    Ok((status, usage))
-}
-
-/// Prints each child contender's largest peak resident memory.
-fn print_memory(rows: &[Row]) {
-    println!("\npeak resident memory (largest of the runs):");
-    for row in rows {
-        let kib = row
-            .runs
-            .iter()
-            .filter_map(|m| m.note.as_ref()?.parse::<u64>().ok());
-        if let Some(kib) = kib.max() {
-            println!("  {:<40} {:>8.1} MiB", row.name, kib as f64 / 1024.0);
-        }
-    }
 }

@@ -5,6 +5,8 @@ use clap::Args as ClapArgs;
 use ember::{Input, RunOptions};
 use ember_apps::string_match::{self, KeysSpec, Targets};
 
+use super::machine::all_threads;
+use super::roofline;
 use super::versus::{against_sequential, warm};
 use super::BenchArgs;
 use crate::common::parse_size;
@@ -36,6 +38,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         Ok(string_match::sequential(input.part_bytes(0), &targets))
     };
     let want = sequential()?;
+    let files = [file.clone()];
     let v = against_sequential(
         a.bench,
         &want,
@@ -44,7 +47,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             let opts = RunOptions::default();
             crate::string_match::search(rt, &file, ember::tune::Ingest::Mmap, &targets, &opts)
         },
-        Vec::new(),
+        roofline::bandwidth(&files, all_threads(a.bench.threads)),
     )?;
     let found: usize = want.iter().map(Vec::len).sum();
     v.print(
@@ -57,6 +60,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "MB",
     );
     v.print_speedup("sequential baseline");
+    v.print_roofline("string-match", bytes);
     v.ember_all().print_phases("");
     Ok(())
 }

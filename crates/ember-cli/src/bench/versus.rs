@@ -1,19 +1,19 @@
 //! The shape of a workload bench: its baseline (the first row, which the
 //! speedups are against), ember on one thread and on all threads, then any
-//! other rows (another implementation, or a limit such as a plain memory
-//! read of the input, [`memory_read`]); after the table, the bar line
-//! ([`Versus::print_speedup`], [`Versus::print_memory_share`]) and the
-//! phases of ember's last run.
+//! other rows (another implementation, or the workload's limits, from
+//! [`roofline`](super::roofline)); after the table, the bar line
+//! ([`Versus::print_speedup`]), the roofline and scaling lines
+//! ([`Versus::print_roofline`]) and the phases of ember's last run.
 
-use std::hint::black_box;
 use std::path::Path;
 use std::rc::Rc;
 
 use anyhow::{ensure, Result};
-use ember::{Input, Runtime, Stats};
+use ember::{Runtime, Stats};
 
-use super::harness::{measure, print_table, Contender, Measured, Row};
+use super::harness::{binding_limit, measure, mib, print_table, Contender, Measured, Row};
 use super::machine::all_threads;
+use super::roofline::{self, Role};
 use super::BenchArgs;
 
 /// The rows of a workload bench, as [`versus`] measured them.
@@ -44,11 +44,16 @@ pub(crate) fn versus<'a>(
 ) -> Result<Versus> {
     let threads = all_threads(bench.threads);
     let run = Rc::new(run);
+    // A baseline is sequential unless it says otherwise.
+    let baseline = match baseline.role_of() {
+        Role::Other => baseline.role(Role::Work(1)),
+        _ => baseline,
+    };
     let mut contenders = vec![baseline];
     for n in [1, threads] {
         let rt = Runtime::builder().threads(n).build()?;
         let run = Rc::clone(&run);
-        contenders.push(Contender::new(ember_name(n), move || run(&rt)));
+        contenders.push(Contender::new(ember_name(n), move || run(&rt)).role(Role::Work(n)));
     }
     contenders.extend(more);
     Ok(Versus {
@@ -129,67 +134,114 @@ impl Versus {
         );
     }
 
-    /// Prints the limit lines of a memory-bound workload: ember's bandwidth
-    /// on one and on all threads as a share of the [`memory_read`] rows',
-    /// which follow ember's; `bytes` is the input's size.
-    pub(crate) fn print_memory_share(&self, bytes: u64) {
-        let gbs = |t: f64| bytes as f64 / t / 1e9;
-        for (threads, ember, read) in [(1, 1, 3), (self.threads, 2, 4)] {
-            let (ember, read) = (self.rows[ember].timing, self.rows[read].timing);
+    /// Prints the roofline lines (ember's share of its limit on one and on
+    /// all threads) and the scaling lines (the serial fraction from ember's
+    /// 1- and all-thread medians, the serial seconds per phase, Amdahl's
+    /// speed-up on more cores), and keeps the workload's summary line for
+    /// `ember bench all`; `input` is the input's size in bytes.
+    pub(crate) fn print_roofline(&self, workload: &str, input: u64) {
+        println!();
+        for row in [self.ember_one(), self.ember_all()] {
+            if let Some(limit) = binding_limit(&self.rows, row.role) {
+                println!(
+                    "{}: {:.0}% of its limit ({}: {:.3} s; medians)",
+                    row.name,
+                    100.0 * limit.timing.median / row.timing.median,
+                    limit.name.trim_start_matches("limit: "),
+                    limit.timing.median
+                );
+            }
+        }
+        let (one, all) = (self.ember_one(), self.ember_all());
+        let serial = roofline::serial_fraction(one.timing.median, all.timing.median, self.threads);
+        let at = |s: f64| [16.0, 64.0, 128.0].map(|p| format!("{:.1}x", roofline::amdahl(s, p)));
+        if let Some(s) = serial {
             println!(
-                "ember on {threads} thread(s): {:.2} GB/s = {:.0}% of the memory-read loop's \
-                 {:.2} GB/s (medians; best runs: {:.0}%)",
-                gbs(ember.median),
-                100.0 * read.median / ember.median,
-                gbs(read.median),
-                100.0 * read.best / ember.best,
+                "serial fraction {:.1}% from the 1- and {}-thread medians (Karp-Flatt; only as \
+                 good as the capacity line below); Amdahl at 16 / 64 / 128 cores: {}",
+                100.0 * s,
+                self.threads,
+                at(s).join(" / ")
+            );
+            self.print_serial_phases();
+        }
+        let parts = serial_parts(one.median_run());
+        if let Some(s) = parts {
+            println!(
+                "serial parts {:.1}% of the 1-thread run (time outside the sample, map, reduce \
+                 and merge, which run on every worker); Amdahl at 16 / 64 / 128 cores: {}",
+                100.0 * s,
+                at(s).join(" / ")
             );
         }
+        let peak = all.peak().map(|p| p.peak);
+        if let Some(p) = peak {
+            println!(
+                "peak RSS of {}: {:.0} MiB, {:.2}x the input's {:.0} MiB",
+                all.name,
+                mib(p),
+                p as f64 / input.max(1) as f64,
+                mib(input)
+            );
+        }
+        let limit = binding_limit(&self.rows, all.role);
+        roofline::record(roofline::Line {
+            workload: workload.into(),
+            threads: self.threads,
+            secs: all.timing.median,
+            limit: limit.map(|l| (l.name.clone(), l.timing.median)),
+            peak,
+            input,
+            serial,
+            serial_parts: parts,
+            note: None,
+        });
+    }
+
+    /// Prints each phase's serial seconds: what of the phase would remain
+    /// on any number of threads, if it is a serial part plus a part that
+    /// divides over the threads, solved from its 1- and all-thread times
+    /// (the runs nearest the medians); "outside" is the time around the
+    /// runtime's runs (input mapping, a gather).
+    fn print_serial_phases(&self) {
+        let (one, all) = (self.ember_one().median_run(), self.ember_all().median_run());
+        let (Some(s1), Some(sn)) = (&one.stats, &all.stats) else {
+            return;
+        };
+        let p = self.threads as f64;
+        let serial = |a: f64, b: f64| ((p * b - a) / (p - 1.0)).max(0.0);
+        let phases = [
+            ("split", s1.split_secs, sn.split_secs),
+            ("sample", s1.sample_secs, sn.sample_secs),
+            ("map", s1.map_secs, sn.map_secs),
+            ("reduce", s1.reduce_secs, sn.reduce_secs),
+            ("merge", s1.merge_secs, sn.merge_secs),
+            (
+                "outside",
+                one.secs - s1.total_secs,
+                all.secs - sn.total_secs,
+            ),
+        ];
+        let parts: Vec<String> = phases
+            .iter()
+            .map(|(name, a, b)| format!("{name} {:.3} s ({a:.3} -> {b:.3})", serial(*a, *b)))
+            .collect();
+        println!(
+            "serial seconds by phase (1 -> {} threads): {}",
+            self.threads,
+            parts.join(", ")
+        );
     }
 }
 
-/// The limit of a memory-bound job on `file`: a plain memory-read loop
-/// over it, on one thread and on `threads`, each run mapping the file
-/// afresh as the other contenders do (so page faults are paid alike).
-pub(crate) fn memory_read(file: &Path, threads: usize) -> Vec<Contender<'_>> {
-    [1, threads]
-        .into_iter()
-        .map(|n| {
-            let name = match n {
-                1 => "memory read, 1 thread".to_string(),
-                n => format!("memory read, {n} threads"),
-            };
-            Contender::new(name, move || {
-                Measured::of(|| read_fresh_map(file, n).map(|()| None))
-            })
-        })
-        .collect()
-}
-
-/// Sums the file's 8-byte words from a fresh map, the file cut into one
-/// contiguous piece per thread: the bandwidth ceiling.
-fn read_fresh_map(file: &Path, threads: usize) -> Result<()> {
-    let input = Input::file(file)?;
-    let data = input.part_bytes(0);
-    let piece = data.len().div_ceil(threads).next_multiple_of(8).max(8);
-    let sum = std::thread::scope(|s| {
-        let handles: Vec<_> = data
-            .chunks(piece)
-            .map(|c| {
-                s.spawn(move || {
-                    c.chunks_exact(8)
-                        .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
-                        .fold(0u64, u64::wrapping_add)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a summing thread panicked"))
-            .fold(0u64, u64::wrapping_add)
-    });
-    black_box(sum);
-    Ok(())
+/// The share of a run's time spent in the parts that run on one core:
+/// outside the phases that use every worker (the sample, map, reduce and
+/// merge), that is splitting, planning, and what the bench does around
+/// the runtime's runs (mapping the input, a gather). None without stats.
+fn serial_parts(run: &Measured) -> Option<f64> {
+    let s = run.stats.as_ref()?;
+    let parallel = s.sample_secs + s.map_secs + s.reduce_secs + s.merge_secs;
+    Some(((run.secs - parallel) / run.secs).clamp(0.0, 1.0))
 }
 
 /// Reads the files once, so that every contender reads them from the page

@@ -12,7 +12,10 @@ use ember_apps::wordcount::WordCount;
 use crate::common::{cache_dir, parse_size};
 
 use super::harness::{Contender, Measured};
-use super::versus::{versus, warm};
+use super::machine::all_threads;
+use super::roofline::{self, Role};
+use super::rss;
+use super::versus::{versus, warm, Versus};
 use super::BenchArgs;
 
 /// `ember bench wordcount`.
@@ -47,9 +50,10 @@ fn build_wc_baseline() -> Result<PathBuf> {
     Ok(bin)
 }
 
-/// Runs the C reference once: (total words, distinct words).
-fn run_c(bin: &Path, file: &Path) -> Result<(u64, u64)> {
-    let out = Command::new(bin).arg(file).arg("1").output()?;
+/// Runs the C reference once: (total words, distinct words), and its peak
+/// RSS.
+fn run_c(bin: &Path, file: &Path) -> Result<((u64, u64), Option<u64>)> {
+    let (out, peak) = rss::run_child(Command::new(bin).arg(file).arg("1"))?;
     if !out.status.success() {
         bail!(
             "wc_baseline failed: {}",
@@ -66,7 +70,7 @@ fn run_c(bin: &Path, file: &Path) -> Result<(u64, u64)> {
         .filter_map(|s| s.parse().ok())
         .collect();
     match nums[..] {
-        [total, distinct, ..] => Ok((total, distinct)),
+        [total, distinct, ..] => Ok(((total, distinct), peak)),
         _ => bail!("unexpected wc_baseline output: {text}"),
     }
 }
@@ -103,11 +107,23 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let bin = build_wc_baseline()?;
     warm(&[&file])?;
     // The C reference's counts, which every ember run must match.
-    let want = run_c(&bin, &file)?;
+    let want = run_c(&bin, &file)?.0;
     let c = Contender::new("C reference (1 thread)", || {
-        Measured::of(|| run_c(&bin, &file).map(|_| None))
-    });
-    let v = versus(a.bench, c, |rt| run_ember(rt, &file, want), Vec::new())?;
+        let mut peak = None;
+        let mut m = Measured::of(|| {
+            peak = run_c(&bin, &file)?.1;
+            Ok(None)
+        })?;
+        // The work ran in the child: its peak, not this process's.
+        m.memory = peak.map(|peak| rss::Peak { base: 0, peak });
+        Ok(m)
+    })
+    .role(Role::Work(1));
+    let threads = all_threads(a.bench.threads);
+    let files = [file.clone()];
+    let mut limits = roofline::tokenizer(&files, threads, want.0);
+    limits.extend(roofline::bandwidth(&files, threads));
+    let v = versus(a.bench, c, |rt| run_ember(rt, &file, want), limits)?;
     let mb = spec.size as f64 / 1e6;
     v.print(
         &format!(
@@ -118,6 +134,38 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "MB",
     );
     v.print_speedup("C reference");
+    v.print_roofline("wordcount", spec.size);
+    print_bytes_per_key(&v, spec.size, want.1);
     v.ember_all().print_phases("");
     Ok(())
+}
+
+/// Prints each row's memory in the terms of the papers' word-count
+/// figures: bytes per distinct word, of its peak RSS above what it held
+/// before (the mapped input included, which is also printed apart), and
+/// of ember's container arrays; the all-threads row's goes to the summary.
+fn print_bytes_per_key(v: &Versus, input: u64, distinct: u64) {
+    let per_key = |b: u64| b as f64 / distinct.max(1) as f64;
+    println!(
+        "\nmemory per distinct word ({distinct} words; the input alone is {:.0} bytes per word):",
+        per_key(input)
+    );
+    for row in v.rows.iter().filter(|r| matches!(r.role, Role::Work(_))) {
+        let Some(p) = row.peak() else { continue };
+        let rise = p.peak.saturating_sub(p.base);
+        let containers = row
+            .median_run()
+            .stats
+            .as_ref()
+            .map(|s| format!(", containers {:.0}", per_key(s.container_bytes)))
+            .unwrap_or_default();
+        let line = format!(
+            "{:.0} bytes per distinct word (peak RSS rise{containers})",
+            per_key(rise)
+        );
+        println!("{:<30} {line}", row.name);
+        if std::ptr::eq(row, v.ember_all()) {
+            roofline::note_last(line);
+        }
+    }
 }
