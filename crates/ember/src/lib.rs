@@ -98,6 +98,7 @@ pub mod tune {
     pub use crate::merge::MergeKind;
     pub use crate::pipeline::{default_max_buffered_bytes, PipelineOptions, DEFAULT_BUFFER_BYTES};
     pub use crate::plan::Mode;
+    pub use crate::pool::{Locality, Topology};
 }
 
 /// For code that extends ember: the key trait's parts, the combiner state
