@@ -217,6 +217,15 @@ impl fmt::Display for Stats {
             }
         }
         writeln!(f, "total     {:>10.3} s", self.total_secs)?;
+        for (i, n) in self.nodes.iter().enumerate() {
+            writeln!(
+                f,
+                "node {i:<4} {} map tasks, {} stolen, locality hit rate {:.1}%",
+                n.tasks,
+                n.stolen,
+                100.0 * n.hit_rate()
+            )?;
+        }
         self.fmt_work(f)
     }
 }

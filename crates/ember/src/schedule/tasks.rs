@@ -227,10 +227,11 @@ mod tests {
         let mut live = threads;
         while live > 0 {
             live = 0;
+            let stolen = |w: usize| tasks.workers.get(w).map_or(0, |c| c.stolen.load(Relaxed));
             for (w, s) in seen.iter_mut().enumerate() {
-                let before = tasks.workers[w].stolen.load(Relaxed);
+                let before = stolen(w);
                 if let Some(i) = tasks.take(w) {
-                    s.push((i, tasks.workers[w].stolen.load(Relaxed) > before));
+                    s.push((i, stolen(w) > before));
                     live += 1;
                 }
             }
