@@ -4,6 +4,8 @@
 //! counts. The `ignore`d test runs them on the machine's own topology,
 //! for a kernel with several nodes (`scripts/test-numa-vm.sh`).
 
+// The workloads only, not the failing runs the soak tests share.
+#[allow(dead_code)]
 mod workloads;
 
 use ember::tune::{Locality, Topology};
