@@ -8,10 +8,13 @@
 //! (blind): the cost of the queues, which should be noise. With
 //! `--machine` the machine's own topology, aware against blind: on a
 //! multi-node machine (or VM) the hit rates and steals say where each
-//! split ran. Under each table, every row's locality per node (from its
-//! median run) and the cost of asking the kernel which node holds a page.
+//! split ran; the inputs are first copied so that their pages are spread
+//! over the nodes in 1 MiB stripes (a generated file sits on the node of
+//! the thread that wrote it). Under each table, every row's locality per
+//! node (from its median run), the input's share of map time, and the cost
+//! of asking the kernel which node holds a page.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{ensure, Result};
@@ -109,6 +112,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ..KeysSpec::default()
     };
     let keys = crate::string_match::cached(&keys_spec)?;
+    let (text, keys) = match a.machine {
+        true => {
+            let t = runtimes[0].topology();
+            (spread(&text, t)?, spread(&keys, t)?)
+        }
+        false => (text, keys),
+    };
     warm(&[&text, &keys])?;
     let targets = Targets::new(&keys_spec.plant)?;
 
@@ -120,28 +130,113 @@ pub(crate) fn run(a: Args) -> Result<()> {
         let opts = RunOptions::default();
         Ok(crate::string_match::search(rt, &keys, Ingest::Mmap, &targets, &opts)?.1)
     };
+    let read = read_secs_per_byte(&text)?;
+    println!(
+        "one thread reads the mapped text at {:.2} GB/s",
+        1e-9 / read
+    );
+    let rows = (&setups[..], &runtimes[..]);
+    bench_one(("word count", &text, read), rows, a.bench.runs, word_count)?;
     bench_one(
-        "word count",
-        &text,
-        (&setups, &runtimes),
-        a.bench.runs,
-        word_count,
-    )?;
-    bench_one(
-        "string match",
-        &keys,
-        (&setups, &runtimes),
+        ("string match", &keys, read),
+        rows,
         a.bench.runs,
         string_match,
     )?;
     print_page_query_costs(&text)
 }
 
+/// Stripe of a spread file.
+const STRIPE: usize = 1 << 20;
+
+/// A copy of `file` whose page-cache pages are spread over `t`'s nodes:
+/// stripe `k` (of [`STRIPE`] bytes) written, so first touched, by a thread
+/// bound to node `k mod nodes` (a generated input is written by one thread,
+/// so all of it sits on one node). Written afresh each run.
+fn spread(file: &Path, t: &Topology) -> Result<PathBuf> {
+    use std::os::unix::fs::FileExt;
+    let out = file.with_extension("spread");
+    let _ = std::fs::remove_file(&out);
+    let input = Input::file(file)?;
+    let data = input.part_bytes(0);
+    let dest = std::fs::File::create(&out)?;
+    dest.set_len(data.len() as u64)?;
+    let nodes = t.nodes();
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..nodes)
+            .map(|node| {
+                let (dest, cpus) = (&dest, t.cpus(node));
+                s.spawn(move || -> std::io::Result<()> {
+                    bind(cpus);
+                    let stripes = data.chunks(STRIPE).enumerate();
+                    for (k, stripe) in stripes.skip(node).step_by(nodes) {
+                        dest.write_all_at(stripe, (k * STRIPE) as u64)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        let joined = writers.into_iter().map(|w| w.join());
+        joined
+            .map(|r| r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect::<std::io::Result<()>>()
+    })?;
+    Ok(out)
+}
+
+/// Binds the calling thread to `cpus` (a hint: on failure it runs anywhere).
+fn bind(cpus: &[usize]) {
+    // SAFETY: a zeroed CPU set with the given bits set (CPU_SET ignores
+    // numbers past the set's size), passed with its size; the call only
+    // reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Seconds one thread takes per byte to read a mapped, cached file (a sum
+/// of its 8-byte words: a split's input traffic and nothing else), the
+/// best of 3 passes.
+fn read_secs_per_byte(file: &Path) -> Result<f64> {
+    let input = Input::file(file)?;
+    let data = input.part_bytes(0);
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let start = Instant::now();
+        let words = data
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()));
+        std::hint::black_box(words.fold(0u64, u64::wrapping_add));
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    Ok(best / data.len().max(1) as f64)
+}
+
+/// A job's input traffic per split and the share of its map time that a
+/// plain read of that input takes (what locality can speed up), from a
+/// run's stats.
+fn print_traffic(stats: &Stats, read: f64) {
+    let bytes = stats.input_bytes as f64;
+    let busy: f64 = stats.map_busy_secs.iter().sum();
+    println!(
+        "  input traffic: {} splits of {:.0} KiB on average; map {:.2} ns/byte (worker time), \
+         a plain read {:.2} ns/byte: the input read is {:.0}% of map time",
+        stats.splits,
+        bytes / stats.splits.max(1) as f64 / 1024.0,
+        busy / bytes * 1e9,
+        read * 1e9,
+        100.0 * read * bytes / busy.max(f64::MIN_POSITIVE)
+    );
+}
+
 /// Times `job` on every row's runtime and prints the table and each row's
 /// locality. Every run must give the first run's output size.
 fn bench_one(
-    name: &str,
-    file: &Path,
+    (name, file, read): (&str, &Path, f64),
     (setups, runtimes): (&[Setup], &[Runtime]),
     runs: Option<usize>,
     job: impl Fn(&Runtime) -> Result<Stats>,
@@ -172,6 +267,9 @@ fn bench_one(
     );
     for row in &rows {
         print_locality(row);
+    }
+    if let Some(stats) = &rows[0].median_run().stats {
+        print_traffic(stats, read);
     }
     Ok(())
 }

@@ -30,6 +30,10 @@ use crate::unwind::Failure;
 use tasks::add_nodes;
 pub(crate) use tasks::{Fallback, Tasks};
 
+/// What [`map_splits`] returns: each worker's state and task count, in
+/// worker order, and the map phase's tallies per node (empty on one node).
+pub(crate) type Mapped<W> = (Vec<(W, u64)>, Vec<NodeStats>);
+
 /// Runs `task(i)` for split indices worker `w` takes from `tasks` until
 /// none is left, the run has failed or the caller cancelled it (seen
 /// through `watch`, before each split); an error or a panic in `task` is
@@ -70,7 +74,7 @@ pub(crate) fn map_splits<'s, W: Send>(
     split_at: impl Fn(usize) -> Split<'s> + Sync,
     new_worker: impl Fn(usize) -> W + Sync,
     map: impl Fn(&mut W, usize, Split<'s>) -> Result<u64, TaskError> + Sync,
-) -> Result<(Vec<(W, u64)>, Vec<NodeStats>)> {
+) -> Result<Mapped<W>> {
     let queue = Tasks::new(pool, n, |i| split_at(i).data.as_ptr(), fallback);
     let failure = Failure::new();
     let workers = pool.broadcast(|w| {
