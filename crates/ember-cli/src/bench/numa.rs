@@ -176,10 +176,8 @@ fn spread(file: &Path, t: &Topology) -> Result<PathBuf> {
                 })
             })
             .collect();
-        let joined = writers.into_iter().map(|w| w.join());
-        joined
-            .map(|r| r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect::<std::io::Result<()>>()
+        let mut joined = writers.into_iter().map(|w| w.join());
+        joined.try_for_each(|r| r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
     })?;
     Ok(out)
 }
