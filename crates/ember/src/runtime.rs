@@ -84,9 +84,10 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Pin worker `i` to the `i`-th CPU the process may use (Linux; only
-    /// with two or more workers and no more than those CPUs). Default: no,
-    /// the OS scheduler places the workers. Pinning is for a machine or
+    /// Pin worker `i` to the `i`-th CPU the process may use, counted node
+    /// by node (Linux; only with two or more workers and no more than
+    /// those CPUs). Default: no, the OS scheduler places the workers (on
+    /// two or more NUMA nodes, within their node's CPUs). Pinning is for a machine or
     /// cpuset given to this runtime alone: every pinned runtime takes the
     /// first allowed CPUs, so two of them share those and leave the rest.
     pub fn pin(mut self, pin: bool) -> Self {
