@@ -99,6 +99,7 @@ pub mod tune {
     pub use crate::merge::MergeKind;
     pub use crate::pipeline::{default_max_buffered_bytes, PipelineOptions, DEFAULT_BUFFER_BYTES};
     pub use crate::plan::Mode;
+    pub use crate::pool::{Locality, Topology};
     pub use crate::size::{format_size, parse_size, SizeError};
 }
 

@@ -85,6 +85,7 @@ use crate::job::Job;
 use crate::pool::Pool;
 use crate::progress::Watch;
 use crate::sample::HashOf;
+use crate::schedule::{split_in, Fallback, Tasks};
 use crate::stats::{secs, PipelineStats, Stats};
 
 mod exchange;
@@ -201,7 +202,9 @@ pub(crate) fn run<J: Job>(
         .unwrap_or_else(default_max_buffered_bytes);
     let sizing =
         exchange::Sizing::new::<J>(opts.buffer_bytes, max_bytes, threads - dedicated, threads)?;
-    let x = exchange::Exchange::new(job, threads, work.splits.len(), sizing, work.watch);
+    let first_byte = |i: usize| split_in(work.input, &work.splits[i]).data.as_ptr();
+    let tasks = Tasks::new(pool, work.splits.len(), first_byte, Fallback::Blocks);
+    let x = exchange::Exchange::new(job, threads, tasks, sizing, work.watch);
 
     let start = Instant::now();
     let phase = work.watch.phase(Phase::Map);
@@ -225,6 +228,7 @@ pub(crate) fn run<J: Job>(
     stats.map_secs = map_end.map_or(0.0, |t| secs(t - start));
     stats.reduce_secs = secs(end - map_end.unwrap_or(start));
     stats.map_tasks = reports.iter().map(|r| r.tasks).collect();
+    stats.nodes = x.tasks.node_stats();
     stats.reduce_tasks = reports.iter().map(|r| r.clock.folded).collect();
     stats.pairs_emitted = seed_pairs + reports.iter().map(|r| r.pairs).sum::<u64>();
     let keys: usize = reports.iter().map(|r| r.run.len()).sum();

@@ -28,7 +28,7 @@ use crate::merge;
 use crate::options::RunOptions;
 use crate::pipeline;
 use crate::plan::{ContainerReason, ModeReason, Plan, Request, RunMode};
-use crate::pool::Pool;
+use crate::pool::{Locality, Pool, Topology};
 use crate::progress::Watch;
 use crate::sample::{self, Sample};
 use crate::schedule::{default_split_size, map_source, Source};
@@ -66,6 +66,8 @@ pub struct RuntimeBuilder {
     pin: bool,
     memory_limit: Option<u64>,
     spill_dir: Option<PathBuf>,
+    topology: Option<Topology>,
+    locality: Locality,
 }
 
 impl RuntimeBuilder {
@@ -82,9 +84,10 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Pin worker `i` to the `i`-th CPU the process may use (Linux; only
-    /// with two or more workers and no more than those CPUs). Default: no,
-    /// the OS scheduler places the workers. Pinning is for a machine or
+    /// Pin worker `i` to the `i`-th CPU the process may use, counted node
+    /// by node (Linux; only with two or more workers and no more than
+    /// those CPUs). Default: no, the OS scheduler places the workers (on
+    /// two or more NUMA nodes, within their node's CPUs). Pinning is for a machine or
     /// cpuset given to this runtime alone: every pinned runtime takes the
     /// first allowed CPUs, so two of them share those and leave the rest.
     pub fn pin(mut self, pin: bool) -> Self {
@@ -109,6 +112,24 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The NUMA nodes to place the workers on (default: the machine's,
+    /// [`Topology::detect`]). Workers fill one node's CPUs before the next
+    /// node's; on two or more nodes each split is queued to the node that
+    /// holds its data and workers steal from other nodes only when their
+    /// own queue is empty (see `docs/numa.md`). One node schedules as if
+    /// there were no topology.
+    pub fn topology(mut self, topology: Topology) -> Self {
+        self.topology = Some(topology);
+        self
+    }
+
+    /// How splits are handed out on two or more nodes (default:
+    /// [`Locality::Aware`]; [`Locality::Blind`] is for comparison).
+    pub fn locality(mut self, locality: Locality) -> Self {
+        self.locality = locality;
+        self
+    }
+
     /// Starts the worker threads.
     pub fn build(self) -> Result<Runtime> {
         let threads = match self.threads {
@@ -119,8 +140,9 @@ impl RuntimeBuilder {
         if self.split_size == Some(0) {
             return Err(Error::Config("split size must be at least 1 byte".into()));
         }
+        let topology = self.topology.unwrap_or_else(Topology::detect);
         Ok(Runtime {
-            pool: Pool::new(threads, self.pin)?,
+            pool: Pool::on(threads, self.pin, (topology, self.locality))?,
             ingest: IngestThread::new(),
             split_size: self.split_size,
             memory_limit: self.memory_limit,
@@ -147,6 +169,11 @@ impl Runtime {
     /// Worker threads.
     pub fn threads(&self) -> usize {
         self.pool.threads()
+    }
+
+    /// The NUMA nodes the workers are placed on.
+    pub fn topology(&self) -> &Topology {
+        self.pool.topology()
     }
 
     /// Runs `f` on the runtime's workers: rayon's parallel iterators and

@@ -22,7 +22,7 @@ use crate::job::Job;
 use crate::pool::Pool;
 use crate::predict::{self, History, Prediction};
 use crate::progress::Watch;
-use crate::schedule::{map_splits, split_in};
+use crate::schedule::{map_splits, split_in, Fallback};
 use crate::stats::secs;
 
 /// A worker's hash container of the job's keys, values and combiner,
@@ -93,7 +93,7 @@ pub(crate) fn run<J: Job>(
     let bytes: usize = pieces.iter().map(|s| s.end - s.start).sum();
     let fraction = bytes as f64 / input.len().max(1) as f64;
     let split_at = |i: usize| split_in(input, &pieces[i]);
-    let n = (input, 0, pieces.len());
+    let n = (input, 0, pieces.len(), Fallback::Blocks);
     let traced = (watch, Phase::Sample);
     let (kept, tasks, histories) = if J::Combiner::FOLDS {
         let combiner = job.combiner();
@@ -112,7 +112,8 @@ pub(crate) fn run<J: Job>(
                 history.push((c.pairs, c.distinct() as u64));
                 Ok(c.pairs - before)
             },
-        )?;
+        )?
+        .0;
         let tasks = workers.iter().map(|w| w.1).collect();
         let (kept, histories): (Vec<_>, Vec<History>) = workers.into_iter().map(|w| w.0).unzip();
         (Some(kept), tasks, histories)
@@ -129,7 +130,8 @@ pub(crate) fn run<J: Job>(
                 history.push((c.pairs, c.inner.len() as u64));
                 Ok(c.pairs - before)
             },
-        )?;
+        )?
+        .0;
         let histories: Vec<History> = workers.into_iter().map(|w| w.0 .1).collect();
         (None, Vec::new(), histories)
     };

@@ -92,6 +92,41 @@ pub struct Stats {
     /// The memory budget, what the containers held at the peak, and what
     /// was spilled to disk (barrier runs).
     pub memory: MemoryStats,
+    /// Per NUMA node, by node index, the map phase's locality: tasks its
+    /// workers ran, how many they stole from other nodes, and how many had
+    /// their data on the node. Empty on one node.
+    pub nodes: Vec<NodeStats>,
+}
+
+/// The map phase on one NUMA node (Phoenix Rebirth's Figure 5 reports the
+/// hit rate).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct NodeStats {
+    /// Map tasks the node's workers ran.
+    pub tasks: u64,
+    /// Of those, tasks taken from another node's queue.
+    pub stolen: u64,
+    /// Of those, tasks whose data was on this node.
+    pub data_local: u64,
+    /// Splits whose data was on this node (wherever they ran).
+    pub splits_here: u64,
+}
+
+impl NodeStats {
+    /// Tasks taken from the node's own queue.
+    pub fn local(&self) -> u64 {
+        self.tasks - self.stolen
+    }
+
+    /// The locality hit rate: the share of the node's tasks whose data was
+    /// on the node, in `0..=1` (0 when it ran none).
+    pub fn hit_rate(&self) -> f64 {
+        match self.tasks {
+            0 => 0.0,
+            t => self.data_local as f64 / t as f64,
+        }
+    }
 }
 
 /// A run's memory budget and spilling.
@@ -182,6 +217,15 @@ impl fmt::Display for Stats {
             }
         }
         writeln!(f, "total     {:>10.3} s", self.total_secs)?;
+        for (i, n) in self.nodes.iter().enumerate() {
+            writeln!(
+                f,
+                "node {i:<4} {} map tasks, {} stolen, locality hit rate {:.1}%",
+                n.tasks,
+                n.stolen,
+                100.0 * n.hit_rate()
+            )?;
+        }
         self.fmt_work(f)
     }
 }

@@ -22,6 +22,7 @@ mod linear_regression;
 mod machine;
 mod matrix_multiply;
 mod merge;
+mod numa;
 mod pca;
 mod pipeline;
 mod roofline;
@@ -72,6 +73,9 @@ pub(crate) enum Bench {
     /// Word count and inverted index spilling under a memory limit vs
     /// unlimited vs reading and writing the input once.
     Spill(spill::Args),
+    /// Per-node split queues vs one queue (simulated nodes, or the
+    /// machine's with --machine): time, steals and locality hit rate.
+    Numa(numa::Args),
 }
 
 /// Runs a benchmark, then says what the machine gave it
@@ -101,6 +105,7 @@ fn run_one(b: Bench) -> Result<()> {
         Bench::MatrixMultiply(a) => matrix_multiply::run(a),
         Bench::Pipeline(a) => pipeline::run(a),
         Bench::Spill(a) => spill::run(a),
+        Bench::Numa(a) => numa::run(a),
     }
 }
 

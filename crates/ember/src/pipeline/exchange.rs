@@ -33,6 +33,7 @@ use crate::container::table::Table;
 use crate::error::{Error, Phase};
 use crate::job::{Job, StateOf};
 use crate::progress::Watch;
+use crate::schedule::Tasks;
 use crate::unwind::Failure;
 
 use super::DEFAULT_BUFFER_BYTES;
@@ -227,12 +228,8 @@ pub(super) struct Exchange<'j, J: Job> {
     inbox: Vec<Vec<Chan<Buf<J>>>>,
     /// `free[m]`: emptied buffers going back to mapper `m`.
     free: Vec<Chan<Buf<J>>>,
-    /// The index of the next split to map: one `fetch_add` per split by the
-    /// mappers (relaxed: the splits are read-only input, and the index is
-    /// only a ticket).
-    pub(super) next_split: AtomicUsize,
-    /// Splits in all.
-    pub(super) splits: usize,
+    /// The splits left to map, for the mappers to take.
+    pub(super) tasks: Tasks,
     /// The run's progress counter and trace: each split's bytes once it is
     /// mapped, a span per task.
     pub(super) watch: Watch<'j>,
@@ -276,7 +273,7 @@ impl<'j, J: Job> Exchange<'j, J> {
     pub(super) fn new(
         job: &'j J,
         workers: usize,
-        splits: usize,
+        tasks: Tasks,
         sizing: Sizing,
         watch: Watch<'j>,
     ) -> Self {
@@ -292,8 +289,7 @@ impl<'j, J: Job> Exchange<'j, J> {
                 .map(|_| (0..workers).map(|_| Chan::new()).collect())
                 .collect(),
             free: (0..workers).map(|_| Chan::new()).collect(),
-            next_split: AtomicUsize::new(0),
-            splits,
+            tasks,
             watch,
             mappers_left: AtomicUsize::new(workers),
             wanted: AtomicBool::new(false),
@@ -311,7 +307,7 @@ impl<'j, J: Job> Exchange<'j, J> {
     /// of splits while others still map: the straggler's tail), so that the
     /// reduce work fills idle time instead of delaying map.
     pub(super) fn should_fold(&self) -> bool {
-        self.next_split.load(Ordering::Relaxed) < self.splits
+        self.tasks.remain()
             && self.live.load(Ordering::Relaxed) > self.sizing.budget * self.sizing.bytes / 2
     }
 

@@ -266,7 +266,7 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
     /// Maps splits until none is left or the run fails.
     fn map_all(&mut self, input: &Input<'_>, splits: &[SplitRange]) -> u64 {
         let x = self.x;
-        let tasks = pull(&x.next_split, splits.len(), (&x.failure, x.watch), |i| {
+        let tasks = pull((&x.tasks, self.me), (&x.failure, x.watch), |i| {
             let split = split_in(input, &splits[i]);
             let (bytes, at) = (split.data.len(), (split.part, split.offset));
             let start = Instant::now();

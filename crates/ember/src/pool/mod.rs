@@ -7,6 +7,12 @@
 //! iterators and sorts on the same threads (reduce and merge). No phase
 //! creates a thread.
 //!
+//! On a machine of several NUMA nodes (`topology`), workers are placed
+//! node by node, each knows its node, and each is bound to its node's CPUs
+//! (or pinned to one of them with `pin(true)`), so that the map phase can
+//! give it the splits whose memory is on its node (`schedule::tasks`). On
+//! one node, what follows holds.
+//!
 //! Workers are left to the OS scheduler unless the runtime is built with
 //! [`RuntimeBuilder::pin(true)`](crate::RuntimeBuilder::pin). Pinned, worker
 //! `i` is bound to the `i`-th CPU the process may run on (Linux), when
@@ -31,31 +37,97 @@
 //! process (`taskset`, a cgroup cpuset) to the CPUs it should use and pin
 //! within them.
 
+pub(crate) mod topology;
+
 use crate::error::{Error, Result};
+#[cfg(test)]
+use topology::allowed_cpus;
+use topology::bind_to;
+pub use topology::Topology;
+
+/// How the map phase hands out splits on a machine of several nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[non_exhaustive]
+pub enum Locality {
+    /// One queue of splits per node, each split on the queue of the node
+    /// that holds its data; a worker takes from its node's queue first and
+    /// steals from the others, nearest first, when it runs dry.
+    #[default]
+    Aware,
+    /// One queue for all workers, whatever node holds the data (the
+    /// schedule of a one-node machine), for comparison.
+    Blind,
+}
 
 /// The runtime's threads.
 pub(crate) struct Pool {
     inner: rayon::ThreadPool,
+    topology: Topology,
+    /// The node of each worker, by worker index.
+    nodes: Vec<usize>,
+    locality: Locality,
 }
 
 impl Pool {
-    /// Starts `threads` worker threads, pinned to CPUs if `pin`, there are
-    /// two or more workers and no more of them than allowed CPUs (see the
-    /// module docs).
+    /// Starts `threads` worker threads on one node of the allowed CPUs,
+    /// pinned as [`Pool::on`] says (for tests of the one-node pool).
+    #[cfg(test)]
     pub(crate) fn new(threads: usize, pin: bool) -> Result<Pool> {
-        let cpus = if pin { allowed_cpus() } else { Vec::new() };
-        // One worker has nothing to share a CPU with: it stays free.
-        let pinned = threads > 1 && threads <= cpus.len();
+        let one = Topology::new(vec![allowed_cpus()]).or_else(|_| Topology::new(vec![vec![0]]))?;
+        Pool::on(threads, pin, (one, Locality::Aware))
+    }
+
+    /// Starts `threads` worker threads placed on `topology`'s nodes node by
+    /// node (worker `i` on the `i`-th CPU of the nodes' CPUs in node order,
+    /// wrapping around). On one node they are pinned to that CPU if `pin`,
+    /// there are two or more workers and no more of them than CPUs, else
+    /// left free (see the module docs). On several nodes each worker is
+    /// bound to its node's CPUs, or pinned to its CPU if `pin` and the
+    /// workers do not outnumber the CPUs.
+    pub(crate) fn on(
+        threads: usize,
+        pin: bool,
+        (topology, locality): (Topology, Locality),
+    ) -> Result<Pool> {
+        let slots = topology.slots();
+        let nodes: Vec<usize> = (0..threads).map(|i| slots[i % slots.len()].0).collect();
+        let pinned = pin && threads <= slots.len() && (threads > 1 || topology.nodes() > 1);
+        let bind: Option<Vec<Vec<usize>>> = match (pinned, topology.nodes() > 1) {
+            (true, _) => Some((0..threads).map(|i| vec![slots[i].1]).collect()),
+            (false, true) => Some(nodes.iter().map(|&n| topology.cpus(n).to_vec()).collect()),
+            // One worker has nothing to share a CPU with: it stays free.
+            (false, false) => None,
+        };
         let mut builder = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("ember-worker-{i}"));
-        if pinned {
-            builder = builder.start_handler(move |i| pin_to(cpus[i]));
+        if let Some(bind) = bind {
+            builder = builder.start_handler(move |i| bind_to(&bind[i]));
         }
         let inner = builder
             .build()
             .map_err(|e| Error::Config(format!("cannot start {threads} worker threads: {e}")))?;
-        Ok(Pool { inner })
+        Ok(Pool {
+            inner,
+            topology,
+            nodes,
+            locality,
+        })
+    }
+
+    /// The nodes the workers are placed on.
+    pub(crate) fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The node of each worker, by worker index.
+    pub(crate) fn worker_nodes(&self) -> &[usize] {
+        &self.nodes
+    }
+
+    /// How the map phase hands out splits.
+    pub(crate) fn locality(&self) -> Locality {
+        self.locality
     }
 
     /// Number of workers.
@@ -81,43 +153,6 @@ impl Pool {
         self.inner.install(f)
     }
 }
-
-/// The CPUs this process may run on, in order (empty if unknown).
-#[cfg(target_os = "linux")]
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: `set` is a plain bit set that sched_getaffinity fills in; its
-    // size is passed along, and it is only read after the call succeeded.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn allowed_cpus() -> Vec<usize> {
-    Vec::new()
-}
-
-/// Pins the calling thread to `cpu` (a hint: if it fails, the thread runs
-/// where the scheduler puts it).
-#[cfg(target_os = "linux")]
-fn pin_to(cpu: usize) {
-    // SAFETY: `set` is a zeroed bit set with one bit set, passed with its
-    // size; sched_setaffinity only reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn pin_to(_cpu: usize) {}
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,10 @@
 //! The map phase's schedule: which worker maps which split.
 //!
-//! Splits are handed out by one shared counter: a worker that finishes a
-//! split takes the next index with one relaxed `fetch_add` (dynamic
-//! scheduling; the last splits are cut small, see `input::plan_splits`, so
-//! the phase ends evenly). Every kind of run maps through [`pull`]: the
+//! Splits are handed out dynamically by [`Tasks`]: on one node by one
+//! shared counter (a worker that finishes a split takes the next index with
+//! one relaxed `fetch_add`), on several by one queue per node with stealing
+//! (see `tasks`). The last splits are cut small (`input::plan_splits`), so
+//! the phase ends evenly. Every kind of run maps through [`pull`]: the
 //! barrier's containers, the sample, map-only jobs and the pipelined
 //! mappers.
 //!
@@ -11,7 +12,8 @@
 //! next chunk while every worker maps the current one into the state it
 //! keeps across chunks ([`map_source`]).
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+mod tasks;
+
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -22,20 +24,23 @@ use crate::input::{Input, SplitRange};
 use crate::job::{Malformed, Records, Split};
 use crate::pool::Pool;
 use crate::progress::Watch;
-use crate::stats::{secs, ChunkStats, Stats};
+use crate::stats::{secs, ChunkStats, NodeStats, Stats};
 use crate::trace::{Args, SpanKind, Track};
 use crate::unwind::Failure;
+use tasks::add_nodes;
+pub(crate) use tasks::{Fallback, Tasks};
 
-/// Runs `task(i)` for split indices `0..n` drawn from `next` until none is
-/// left, the run has failed or the caller cancelled it (seen through
-/// `watch`, before each split); an error or a panic in `task` is recorded
-/// in `failure` and stops this worker. Returns how many tasks it ran.
-///
-/// `next` is relaxed: it only has to give each index to one worker, and the
-/// end of the phase (the pool's join) orders the workers' results.
+/// What [`map_splits`] returns: each worker's state and task count, in
+/// worker order, and the map phase's tallies per node (empty on one node).
+pub(crate) type Mapped<W> = (Vec<(W, u64)>, Vec<NodeStats>);
+
+/// Runs `task(i)` for split indices worker `w` takes from `tasks` until
+/// none is left, the run has failed or the caller cancelled it (seen
+/// through `watch`, before each split); an error or a panic in `task` is
+/// recorded in `failure` and stops this worker. Returns how many tasks it
+/// ran.
 pub(crate) fn pull(
-    next: &AtomicUsize,
-    n: usize,
+    (tasks, w): (&Tasks, usize),
     (failure, watch): (&Failure, Watch<'_>),
     mut task: impl FnMut(usize) -> Result<()>,
 ) -> u64 {
@@ -45,8 +50,8 @@ pub(crate) fn pull(
             failure.record(Error::Cancelled);
             break;
         }
-        let i = next.fetch_add(1, Relaxed);
-        if i >= n || !failure.run(Phase::Map, || task(i)) {
+        let Some(i) = tasks.take(w) else { break };
+        if !failure.run(Phase::Map, || task(i)) {
             break;
         }
         done += 1;
@@ -58,21 +63,23 @@ pub(crate) fn pull(
 /// `new_worker(worker)`, then pulls indices and calls `map(state, first +
 /// index, split_at(index))`, which returns the pairs it emitted. A malformed
 /// record fails the run with its place in `input`. Each task is traced as a
-/// task of `phase`. Returns each worker's state and task count, in worker
-/// order.
+/// task of `phase`. Splits are queued by the node of their data
+/// (`fallback` where the kernel cannot say). Returns each worker's state
+/// and task count, in worker order, and the tallies per node (empty on one
+/// node).
 pub(crate) fn map_splits<'s, W: Send>(
     pool: &Pool,
-    (input, first, n): (&Input<'_>, usize, usize),
+    (input, first, n, fallback): (&Input<'_>, usize, usize, Fallback),
     (watch, phase): (Watch<'_>, Phase),
     split_at: impl Fn(usize) -> Split<'s> + Sync,
     new_worker: impl Fn(usize) -> W + Sync,
     map: impl Fn(&mut W, usize, Split<'s>) -> Result<u64, TaskError> + Sync,
-) -> Result<Vec<(W, u64)>> {
-    let next = AtomicUsize::new(0);
+) -> Result<Mapped<W>> {
+    let queue = Tasks::new(pool, n, |i| split_at(i).data.as_ptr(), fallback);
     let failure = Failure::new();
     let workers = pool.broadcast(|w| {
         let mut state = new_worker(w);
-        let tasks = pull(&next, n, (&failure, watch), |i| {
+        let tasks = pull((&queue, w), (&failure, watch), |i| {
             let split = split_at(i);
             let (at, bytes) = ((split.part, split.offset), split.data.len());
             let start = watch.clock();
@@ -90,7 +97,7 @@ pub(crate) fn map_splits<'s, W: Send>(
         (state, tasks)
     });
     failure.into_result()?;
-    Ok(workers)
+    Ok((workers, queue.node_stats()))
 }
 
 /// Why a map task failed: a record `map` could not interpret (placed in
@@ -179,14 +186,18 @@ pub(crate) fn map_source<W: Send>(
     };
     let _phase = watch.phase(Phase::Map);
     match source {
-        Source::Memory(input, splits) => map_splits(
-            pool,
-            (input, 0, splits.len()),
-            (watch, Phase::Map),
-            |i| split_in(input, &splits[i]),
-            new_worker,
-            map,
-        ),
+        Source::Memory(input, splits) => {
+            let (workers, nodes) = map_splits(
+                pool,
+                (input, 0, splits.len(), Fallback::Blocks),
+                (watch, Phase::Map),
+                |i| split_in(input, &splits[i]),
+                new_worker,
+                map,
+            )?;
+            add_nodes(&mut stats.nodes, nodes);
+            Ok(workers)
+        }
         Source::Stream {
             input,
             reader,
@@ -277,8 +288,9 @@ impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
                     None => (new_worker(w), 0),
                 }
             };
-            let n = (self.input, base, splits.len());
-            let out = map_splits(
+            let turn = Fallback::Chunk(self.stats.chunks.len());
+            let n = (self.input, base, splits.len(), turn);
+            let (out, nodes) = map_splits(
                 pool,
                 n,
                 (watch, Phase::Map),
@@ -287,6 +299,7 @@ impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
                 |st, i, split| map(&mut st.0, i, split),
             )?;
             workers = out.into_iter().map(|((st, t0), t)| (st, t0 + t)).collect();
+            add_nodes(&mut self.stats.nodes, nodes);
             self.record(&chunk, splits.len(), secs(start.elapsed()));
             if let Some(start) = chunk.read_start {
                 let read = Args {
