@@ -110,6 +110,7 @@ pub mod plumbing {
     pub use crate::combine::Values;
     pub use crate::job::{ReducedOf, StateOf};
     pub use crate::key::{BytesProbe, KeyHasher, TupleView2, TupleView3, INLINE_KEY_BYTES};
+    pub use crate::pool::page_node;
 
     /// Asks the CPU to bring the cache line at `p` in ahead of a read: for
     /// map functions and gathers that read memory at random, a few items

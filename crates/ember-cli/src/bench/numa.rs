@@ -328,26 +328,10 @@ fn print_page_query_costs(file: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The node of the page at `p` by `get_mempolicy`, or -1.
+/// The node of the page at `p` as the runtime asks it (`get_mempolicy`),
+/// or -1.
 fn get_mempolicy(p: *const u8) -> i64 {
-    let mut node: libc::c_int = -1;
-    // SAFETY: writes one int to `node`; a null mask with maxnode 0 is not
-    // written; `p` is only looked up in the process's mappings.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_get_mempolicy,
-            &mut node as *mut libc::c_int,
-            std::ptr::null_mut::<libc::c_ulong>(),
-            0 as libc::c_ulong,
-            p,
-            3 as libc::c_ulong, // MPOL_F_NODE | MPOL_F_ADDR
-        )
-    };
-    if rc == 0 {
-        node.into()
-    } else {
-        -1
-    }
+    ember::plumbing::page_node(p).map_or(-1, |n| n as i64)
 }
 
 /// The node of the page at `p` by `move_pages` with no target, or a

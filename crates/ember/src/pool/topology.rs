@@ -262,10 +262,15 @@ pub(crate) fn bind_to(cpus: &[usize]) {
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn bind_to(_cpus: &[usize]) {}
 
-/// The kernel's number of the node that holds the page at `addr` (faulting
-/// it in if needed), or `None` if the kernel cannot say.
+/// The kernel's number of the NUMA node that holds the page at `addr`
+/// (faulting it in if needed), or `None` if the kernel cannot say (an
+/// address not mapped, a kernel without NUMA). Asked with
+/// `get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR)`; `addr` is never read.
 #[cfg(target_os = "linux")]
-pub(crate) fn page_node(addr: *const u8) -> Option<usize> {
+// The kernel looks `addr` up in the process's mappings; nothing reads
+// through it, so any pointer is safe to pass.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn page_node(addr: *const u8) -> Option<usize> {
     const MPOL_F_NODE: libc::c_ulong = 1;
     const MPOL_F_ADDR: libc::c_ulong = 2;
     let mut node: libc::c_int = -1;
@@ -286,8 +291,9 @@ pub(crate) fn page_node(addr: *const u8) -> Option<usize> {
     (rc == 0 && node >= 0).then_some(node as usize)
 }
 
+/// The kernel's node of the page at `addr`: never known off Linux.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn page_node(_addr: *const u8) -> Option<usize> {
+pub fn page_node(_addr: *const u8) -> Option<usize> {
     None
 }
 
