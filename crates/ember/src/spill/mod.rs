@@ -82,19 +82,39 @@ impl<K, S> std::fmt::Debug for Codec<K, S> {
 }
 
 /// The spill directories of the runs going on in this process.
-static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static LIVE: Mutex<Live> = Mutex::new(Live {
+    dirs: Vec::new(),
+    closed: false,
+});
 
-fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+/// The spill directories of the runs going on, and whether new ones may be
+/// made (not once [`remove_live_dirs`] has run).
+struct Live {
+    dirs: Vec<PathBuf>,
+    closed: bool,
+}
+
+fn live() -> std::sync::MutexGuard<'static, Live> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Removes the spill directories of every run going on in this process,
 /// for a program about to exit on a signal (a run removes its own when it
 /// ends, with an error or a panic too, but an exit ends no run). The runs
-/// must not go on afterwards: the process exits.
+/// must not go on afterwards: the process exits. From here on a run that
+/// would spill for the first time fails instead of making a directory.
 pub fn remove_live_dirs() {
-    for dir in live().drain(..) {
-        let _ = std::fs::remove_dir_all(dir);
+    let mut live = live();
+    live.closed = true;
+    for dir in live.dirs.drain(..) {
+        // A worker may be creating its file in the directory meanwhile
+        // (then the directory is not empty when removed): try again.
+        for _ in 0..100 {
+            match std::fs::remove_dir_all(&dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => continue,
+                _ => break,
+            }
+        }
     }
 }
 
@@ -110,7 +130,7 @@ impl Drop for SpillDir {
     fn drop(&mut self) {
         let dir = self.dir.get_mut().unwrap_or_else(|p| p.into_inner());
         if let Some(dir) = dir {
-            live().retain(|d| d != dir.path());
+            live().dirs.retain(|d| d != dir.path());
         }
     }
 }
@@ -129,11 +149,21 @@ impl SpillDir {
     fn file(&self, w: usize) -> Result<PathBuf> {
         let mut dir = self.dir.lock().unwrap_or_else(|p| p.into_inner());
         if dir.is_none() {
+            // Made and registered under the lock, so that a signal's
+            // `remove_live_dirs` sees every directory that exists.
+            let mut live = live();
+            if live.closed {
+                let exiting = std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "the process is exiting on a signal",
+                );
+                return Err(failed(&self.parent, exiting));
+            }
             let made = tempfile::Builder::new()
                 .prefix("ember-spill-")
                 .tempdir_in(&self.parent)
                 .map_err(|e| failed(&self.parent, e))?;
-            live().push(made.path().to_path_buf());
+            live.dirs.push(made.path().to_path_buf());
             *dir = Some(made);
         }
         let dir = dir.as_ref().expect("made above");
