@@ -9,7 +9,7 @@ use ember::{Bytes, Input, Output, Runtime};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
 
-use crate::common::{parse_size, write_output, RunArgs, Workers};
+use crate::common::{parse_size, summary_out, write_output, RunArgs, Workers};
 use crate::progress::progress_while;
 
 /// `ember wordcount`.
@@ -80,19 +80,15 @@ fn count(
             (out.pairs, out.stats)
         }
     };
-    // With every count on standard output (`-o -`), the top words and the
-    // summary would mix into it: the summary goes to standard error.
-    let to_stdout = output.is_some_and(|p| p.as_os_str() == "-");
-    let mut summary: Box<dyn Write> = if to_stdout {
-        Box::new(std::io::stderr().lock())
-    } else {
-        let mut stdout = std::io::stdout().lock();
+    // With every count on standard output (`-o -`), the top words would
+    // repeat some of them: only the summary line goes (to standard error).
+    let mut summary = summary_out(output.map(PathBuf::as_path));
+    if output.is_none_or(|p| p.as_os_str() != "-") {
         for (word, n) in &best {
-            stdout.write_all(word.as_bytes())?;
-            writeln!(stdout, "\t{n}")?;
+            summary.write_all(word.as_bytes())?;
+            writeln!(summary, "\t{n}")?;
         }
-        Box::new(stdout)
-    };
+    }
     writeln!(
         summary,
         "# {} words, {} distinct, {:.1} MB in {:.3} s",
