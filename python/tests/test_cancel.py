@@ -9,6 +9,12 @@ SCRIPT = textwrap.dedent("""
     import collections, os, signal, threading, time
     import ember
 
+    # A process started in the background by a non-interactive shell (as a
+    # CI runner may start the tests) inherits SIGINT ignored, and Python
+    # then installs no KeyboardInterrupt handler: install it, as a
+    # terminal's Ctrl-C would find it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     rt = ember.Runtime(threads=2)
     text = b"alpha beta gamma\\n" * 20000          # 340 KB, 320 splits of 1 KiB
 
