@@ -244,9 +244,15 @@ fn a_whole_map_input_is_read_into_memory_and_maps_as_the_stream_does() {
             out
         };
         let fresh = |kind: MapInput| kind.input("<stdin>", Cursor::new(data.clone())).unwrap();
-        assert_eq!(map(&fresh(MapInput::Whole)), map(&fresh(MapInput::Streamed)));
+        assert_eq!(
+            map(&fresh(MapInput::Whole)),
+            map(&fresh(MapInput::Streamed))
+        );
         assert_eq!(map(&fresh(MapInput::Whole)), plain(&Fields, &data));
     }
-    let e = MapInput::Whole.input("<stdin>", Broken).unwrap_err().to_string();
+    let e = MapInput::Whole
+        .input("<stdin>", Broken)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("<stdin>") && e.contains("disk on fire"), "{e}");
 }

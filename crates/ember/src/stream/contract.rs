@@ -267,7 +267,10 @@ impl<'a> Lines<'a> {
             let (key_text, key, value) = self.parse(text)?;
             let new_key = self.number == 1 || last_key != key_text;
             if new_key {
-                if self.order == KeyOrder::Sorted && self.number > 1 && last_key.as_slice() > key_text {
+                if self.order == KeyOrder::Sorted
+                    && self.number > 1
+                    && last_key.as_slice() > key_text
+                {
                     return Err(
                         self.malformed("keys out of order: input to reduce must be sorted by key")
                     );
