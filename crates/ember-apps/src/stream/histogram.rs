@@ -94,8 +94,9 @@ fn add_up(name: &str, input: &mut dyn BufRead, order: KeyOrder) -> Result<Vec<Op
 fn write_counts(counts: &[Option<u64>], out: &mut dyn Write) -> Result<()> {
     let mut text = Vec::new();
     for channel in TEXT_ORDER {
-        for key in channel * 256..(channel + 1) * 256 {
-            if let Some(n) = counts[key] {
+        let keys = counts.iter().enumerate().skip(channel * 256).take(256);
+        for (key, &count) in keys {
+            if let Some(n) = count {
                 ChannelValue(key as u16).write_text(&mut text);
                 text.push(b'\t');
                 n.write_text(&mut text);
