@@ -45,6 +45,14 @@ pub struct Fit {
 }
 
 impl Sums {
+    /// Adds the point `(x, y)`.
+    pub fn add_point(&mut self, x: i64, y: i64) {
+        self.n += 1;
+        for (s, v) in self.s.iter_mut().zip([x, y, x * x, y * y, x * y]) {
+            *s += v;
+        }
+    }
+
     /// The fit, or `None` when it is undefined (no points, or every x
     /// equal). Computed from the exact sums in 128-bit integers, then
     /// divided once in `f64` (Phoenix's formulas).
@@ -65,6 +73,17 @@ impl Sums {
             (cxy as f64 / dx as f64) * (cxy as f64 / dy as f64)
         };
         Some(Fit { a, b, r2 })
+    }
+}
+
+/// The sums of two sets of points are the sums of their union (what
+/// [`Sum`] folds).
+impl std::ops::AddAssign for Sums {
+    fn add_assign(&mut self, other: Sums) {
+        self.n += other.n;
+        for (s, o) in self.s.iter_mut().zip(other.s) {
+            *s += o;
+        }
     }
 }
 

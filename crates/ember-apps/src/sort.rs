@@ -206,6 +206,15 @@ impl Order {
         self.runs.iter().flatten().copied()
     }
 
+    /// The records of `data` (the input the order was computed from) in
+    /// this order, one at a time on the calling thread.
+    pub fn records<'a>(&'a self, data: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.keys().map(move |p| {
+            let at = index_of(p) as usize * RECORD_LEN;
+            &data[at..at + RECORD_LEN]
+        })
+    }
+
     /// The input's records in this order, gathered into `out` (which must
     /// hold them exactly) by `rt`'s workers.
     pub fn gather_into(&self, rt: &Runtime, data: &[u8], out: &mut [u8]) {

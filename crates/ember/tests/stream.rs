@@ -208,3 +208,51 @@ fn reduce_refuses_unsorted_and_malformed_lines_with_their_place() {
         .unwrap();
     assert_eq!(out, b"a\t2\nb\t4\n");
 }
+
+/// Fails every read.
+struct Broken;
+
+impl std::io::Read for Broken {
+    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::other("disk on fire"))
+    }
+}
+
+#[test]
+fn a_whole_map_input_is_read_into_memory_and_maps_as_the_stream_does() {
+    use ember::stream::MapInput;
+    use std::io::Cursor;
+
+    let data = b"a\tb;a\tb;line\nbreak;\xff\xfe;back\\slash;plain".to_vec();
+    assert_eq!(Folding(Fields).map_input(), MapInput::Streamed);
+    let whole = MapInput::Whole
+        .input("<stdin>", Cursor::new(data.clone()))
+        .unwrap();
+    assert!(!whole.is_streamed());
+    assert_eq!((whole.parts(), whole.part_bytes(0)), (1, &data[..]));
+    assert_eq!(whole.part_name(0), std::path::Path::new("<stdin>"));
+    let streamed = MapInput::Streamed
+        .input("<stdin>", Cursor::new(data.clone()))
+        .unwrap();
+    assert!(streamed.is_streamed());
+    for threads in 1..4 {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        let opts = RunOptions::default().split_size(Some(7));
+        let map = |input: &Input<'_>| {
+            let mut out = Vec::new();
+            Folding(Fields).map(&rt, input, &opts, &mut out).unwrap();
+            out
+        };
+        let fresh = |kind: MapInput| kind.input("<stdin>", Cursor::new(data.clone())).unwrap();
+        assert_eq!(
+            map(&fresh(MapInput::Whole)),
+            map(&fresh(MapInput::Streamed))
+        );
+        assert_eq!(map(&fresh(MapInput::Whole)), plain(&Fields, &data));
+    }
+    let e = MapInput::Whole
+        .input("<stdin>", Broken)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("<stdin>") && e.contains("disk on fire"), "{e}");
+}

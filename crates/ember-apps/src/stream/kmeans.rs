@@ -17,7 +17,9 @@
 //!   output equals its means file.
 
 use ember::stream::Text;
-use ember::{Emit, Job, KeyHint, Malformed, MapResult, Records, Split};
+use ember::{Emit, Job, KeyHint, MapResult, Records, Split};
+
+use super::map_lines;
 
 use crate::kmeans::{nearest, AddClusters, ClusterSum};
 
@@ -114,7 +116,7 @@ impl Round {
 }
 
 /// The integers of `text`, separated by commas, spaces or tabs.
-fn coordinates(text: &[u8]) -> Result<Vec<i32>, String> {
+pub(super) fn coordinates(text: &[u8]) -> Result<Vec<i32>, String> {
     let coords = text
         .split(|&b| matches!(b, b',' | b' ' | b'\t'))
         .filter(|c| !c.is_empty())
@@ -175,24 +177,22 @@ impl Job for Round {
             };
             self.clusters()
         ];
-        let mut at = 0;
-        for line in split.data.split_inclusive(|&b| b == b'\n') {
-            let text = line.strip_suffix(b"\n").unwrap_or(line);
-            let text = text.strip_suffix(b"\r").unwrap_or(text);
-            if !text.is_empty() {
-                let p = coordinates(text).map_err(|e| Malformed::new(at, e))?;
-                if p.len() != self.dims {
-                    let msg = format!("{} coordinates, the means have {}", p.len(), self.dims);
-                    return Err(Malformed::new(at, msg));
-                }
-                let sum = &mut sums[nearest(&p, &self.means)];
-                for (s, x) in sum.sums.iter_mut().zip(&p) {
-                    *s += i64::from(*x);
-                }
-                sum.count += 1;
+        map_lines(split.data, |text| {
+            let p = coordinates(text)?;
+            if p.len() != self.dims {
+                return Err(format!(
+                    "{} coordinates, the means have {}",
+                    p.len(),
+                    self.dims
+                ));
             }
-            at += line.len();
-        }
+            let sum = &mut sums[nearest(&p, &self.means)];
+            for (s, x) in sum.sums.iter_mut().zip(&p) {
+                *s += i64::from(*x);
+            }
+            sum.count += 1;
+            Ok(())
+        })?;
         for (c, sum) in sums.into_iter().enumerate() {
             emit.emit(c as u32, sum);
         }

@@ -13,19 +13,38 @@
 //!   string-match` plants).
 //! - `kmeans --means FILE`: one k-means iteration over points given as
 //!   text lines, `cluster<TAB>x,y,...` (see [`kmeans`]).
+//! - `linear-regression`: points as text lines `x y`; one
+//!   `sums<TAB>n,sx,sy,sxx,syy,sxy` line per map process; reduce writes
+//!   the sums and the fit as `key<TAB>value` lines (see
+//!   [`linear_regression`]).
+//! - `histogram`: one whole 24-bit BMP per map process (a BMP cannot be
+//!   cut at line boundaries), `r:000<TAB>pixels` lines summed over the
+//!   images (see [`histogram`]).
+//! - `sort`: 100-byte binary records in, `hexkey<TAB>hexrest` lines out of
+//!   map, which a text sort orders by key; reduce writes the records back
+//!   (see [`sort`]).
 //!
-//! Histogram, linear regression and sort read binary records, which a
-//! line-based engine cannot split, so they are not streaming jobs.
+//! Histogram and sort read their map input whole
+//! ([`MapInput::Whole`](ember::stream::MapInput)): one object (an image, a
+//! block of records) per map process, as Spark's `binaryFiles` or a
+//! whole-file input format hands it over.
 
+pub mod histogram;
 mod inverted_index;
 pub mod kmeans;
+pub mod linear_regression;
+pub mod sort;
 mod string_match;
 
+pub use histogram::{ChannelValue, Images};
 pub use inverted_index::{DocNames, DocumentWords, InDocument};
 pub use kmeans::Round;
+pub use linear_regression::{Regression, TextPoints};
+pub use sort::{Hex, SortRecords};
 pub use string_match::TargetLines;
 
 use ember::stream::{Folding, Registry, StreamJob};
+use ember::{Error, Input, Malformed, MapResult};
 
 use crate::wordcount::WordCount;
 
@@ -59,7 +78,59 @@ pub fn registry() -> Registry {
         "cluster<TAB>x,y,...: one k-means iteration over text points (map and reduce take --means FILE)",
         |args| Ok(Box::new(Folding(Round::from_args(args)?)) as Box<dyn StreamJob>),
     );
+    registry.register(
+        "linear-regression",
+        "N, SX, ..., a, b, R^2 lines: the fit of text points `x y` (partial: sums<TAB>n,sx,sy,sxx,syy,sxy)",
+        |args| {
+            no_arguments(args)?;
+            Ok(Box::new(Regression) as Box<dyn StreamJob>)
+        },
+    );
+    registry.register(
+        "histogram",
+        "channel:value<TAB>pixels (r:000 .. b:255): map reads one whole 24-bit BMP",
+        |args| {
+            no_arguments(args)?;
+            Ok(Box::new(Images) as Box<dyn StreamJob>)
+        },
+    );
+    registry.register(
+        "sort",
+        "hexkey<TAB>hexrest: map reads 100-byte records, reduce writes them back in key order",
+        |args| {
+            no_arguments(args)?;
+            Ok(Box::new(SortRecords) as Box<dyn StreamJob>)
+        },
+    );
     registry
+}
+
+/// Calls `f` on each line of `data` that is not blank (without its
+/// `\n` or `\r\n`); an error of `f` is the split's malformed record at
+/// that line.
+fn map_lines(data: &[u8], mut f: impl FnMut(&[u8]) -> Result<(), String>) -> MapResult {
+    let mut at = 0;
+    for line in data.split_inclusive(|&b| b == b'\n') {
+        let text = line.strip_suffix(b"\n").unwrap_or(line);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        if !text.is_empty() {
+            f(text).map_err(|e| Malformed::new(at, e))?;
+        }
+        at += line.len();
+    }
+    Ok(())
+}
+
+/// The bytes of an input read whole (one part in memory), which a job of
+/// [`MapInput::Whole`](ember::stream::MapInput) reads as `what`.
+fn whole<'a>(input: &'a Input<'_>, what: &str) -> ember::Result<&'a [u8]> {
+    if input.is_streamed() || input.parts() != 1 {
+        return Err(Error::InvalidInput(format!(
+            "map reads {what} as one input in memory (MapInput::Whole), \
+             not a stream or several inputs"
+        )));
+    }
+    Ok(input.part_bytes(0))
 }
 
 fn no_arguments(args: &[String]) -> Result<(), String> {
@@ -92,10 +163,11 @@ mod tests {
             .is_ok());
         let e = error("inverted-index", &["--docs"]);
         assert!(e.contains("expected [--doc NAME]"), "{e}");
-        let e = error("sort", &[]);
+        let e = error("sorting", &[]);
         assert!(
             e.contains(
-                "unknown job 'sort' (known: inverted-index, kmeans, string-match, wordcount)"
+                "unknown job 'sorting' (known: histogram, inverted-index, kmeans, \
+                 linear-regression, sort, string-match, wordcount)"
             ),
             "{e}"
         );

@@ -18,7 +18,8 @@ pub(crate) use run::kill_children;
 pub(crate) enum Stream {
     /// Map standard input: one `key<TAB>partial` line per distinct key,
     /// combined over all the input (not one line per record), sorted by the
-    /// key's text.
+    /// key's text (histogram and sort read it whole: one image, one block
+    /// of records).
     Map(MapArgs),
     /// Fold `key<TAB>partial` lines, in any order, into one line per key.
     Combine(FoldArgs),
@@ -70,8 +71,9 @@ pub(crate) fn run(cmd: Stream) -> Result<()> {
         Stream::Combine(a) => fold(&registry, Role::Combine, &a)?,
         Stream::Reduce(a) => fold(&registry, Role::Reduce, &a)?,
         Stream::Jobs => {
+            let width = registry.jobs().map(|(name, _)| name.len()).max();
             for (name, about) in registry.jobs() {
-                println!("{name:<16} {about}");
+                println!("{name:<w$}  {about}", w = width.unwrap_or(0));
             }
         }
         Stream::Run(a) => run::run(a)?,

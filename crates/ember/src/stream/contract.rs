@@ -15,10 +15,76 @@ use crate::options::RunOptions;
 use crate::runtime::Runtime;
 use crate::stats::Stats;
 
+/// How a map process takes its standard input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MapInput {
+    /// Records (lines, words) streamed in chunks, mapped while later
+    /// chunks are read: any amount of input in bounded memory.
+    #[default]
+    Streamed,
+    /// One whole object (an image, a block of binary records), read into
+    /// memory before `map` sees it: a job whose input cannot be cut at an
+    /// arbitrary record boundary, or that needs random access to all of
+    /// it.
+    Whole,
+}
+
+impl MapInput {
+    /// The input a map process over `reader` (named `name` in errors)
+    /// hands its job: a stream, or every byte of the reader in memory.
+    pub fn input(
+        self,
+        name: &str,
+        mut reader: impl std::io::Read + Send + 'static,
+    ) -> Result<Input<'static>> {
+        match self {
+            MapInput::Streamed => Ok(Input::reader(name, reader)),
+            MapInput::Whole => {
+                let mut data = Vec::new();
+                reader
+                    .read_to_end(&mut data)
+                    .map_err(|e| Error::io(name, e))?;
+                Ok(Input::owned(name, data))
+            }
+        }
+    }
+}
+
+/// Whether lines must come sorted by key: what reduce reads, or what
+/// combine reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyOrder {
+    /// Any order (combine).
+    Any,
+    /// Sorted by the key's text, byte by byte (reduce): a key that sorts
+    /// before the line before's is an error.
+    Sorted,
+}
+
+/// Reads `key<TAB>value` lines from `input` (named `name` in errors) and
+/// calls `f(key, value, new_key)` for each, where `new_key` says the
+/// key's text differs from the line before's. A line with no tab, a key
+/// or value that does not read, or (with [`KeyOrder::Sorted`]) a key out
+/// of order is an error naming the line. For a [`StreamJob`] whose
+/// combine or reduce is not a [`Folding`] one.
+pub fn read_lines<K: Text, V: Text>(
+    name: &str,
+    input: &mut dyn BufRead,
+    order: KeyOrder,
+    f: impl FnMut(K, V, bool) -> Result<()>,
+) -> Result<()> {
+    Lines::new(name, input, order).each(f)
+}
+
 /// A job as the streaming contract runs it: `map` over an input, `combine`
 /// and `reduce` over `key<TAB>value` lines. [`Folding`] makes one of any
 /// [`Job`] whose key, combiner state and output are [`Text`].
 pub trait StreamJob: Send + Sync {
+    /// How `map` takes its input: streamed (the default), or whole.
+    fn map_input(&self) -> MapInput {
+        MapInput::Streamed
+    }
     /// Maps `input` on `runtime` with `opts` and writes the partial
     /// aggregates: one `key<TAB>state` line per distinct key, in the
     /// order of the keys' text (the order reduce reads).
@@ -66,7 +132,7 @@ where
     fn combine(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
         let combiner = self.0.combiner();
         let mut states: BTreeMap<J::Key, StateOf<J>> = BTreeMap::new();
-        Lines::new(name, input, false).each(|key: J::Key, state, _| {
+        Lines::new(name, input, KeyOrder::Any).each(|key: J::Key, state, _| {
             match states.entry(key) {
                 Entry::Occupied(mut into) => combiner.merge(into.get_mut(), state),
                 Entry::Vacant(slot) => drop(slot.insert(state)),
@@ -84,7 +150,7 @@ where
             write_line(&mut line, &key, &value, out)
         };
         let mut group: Option<(J::Key, StateOf<J>)> = None;
-        Lines::new(name, input, true).each(|key: J::Key, state, new_key| {
+        Lines::new(name, input, KeyOrder::Sorted).each(|key: J::Key, state, new_key| {
             group = match group.take() {
                 Some((k, mut s)) if !new_key => {
                     combiner.merge(&mut s, state);
@@ -160,25 +226,26 @@ fn push_line<K: Text, V: Text>(text: &mut Vec<u8>, key: &K, value: &V) -> usize 
 struct Lines<'a> {
     name: &'a str,
     input: &'a mut dyn BufRead,
-    sorted: bool,
+    order: KeyOrder,
     offset: u64,
     number: u64,
 }
 
 impl<'a> Lines<'a> {
-    fn new(name: &'a str, input: &'a mut dyn BufRead, sorted: bool) -> Self {
+    fn new(name: &'a str, input: &'a mut dyn BufRead, order: KeyOrder) -> Self {
         Lines {
             name,
             input,
-            sorted,
+            order,
             offset: 0,
             number: 0,
         }
     }
 
     /// Calls `f(key, value, new_key)` for every line, where `new_key` says
-    /// the key's text differs from the line before's. With `sorted`, a key
-    /// whose text sorts before the line before's is an error.
+    /// the key's text differs from the line before's. With
+    /// [`KeyOrder::Sorted`], a key whose text sorts before the line
+    /// before's is an error.
     fn each<K: Text, V: Text>(
         &mut self,
         mut f: impl FnMut(K, V, bool) -> Result<()>,
@@ -200,7 +267,10 @@ impl<'a> Lines<'a> {
             let (key_text, key, value) = self.parse(text)?;
             let new_key = self.number == 1 || last_key != key_text;
             if new_key {
-                if self.sorted && self.number > 1 && last_key.as_slice() > key_text {
+                if self.order == KeyOrder::Sorted
+                    && self.number > 1
+                    && last_key.as_slice() > key_text
+                {
                     return Err(
                         self.malformed("keys out of order: input to reduce must be sorted by key")
                     );

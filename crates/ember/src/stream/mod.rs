@@ -61,6 +61,6 @@ mod partial;
 mod registry;
 mod text;
 
-pub use contract::{Folding, StreamJob};
+pub use contract::{read_lines, Folding, KeyOrder, MapInput, StreamJob};
 pub use registry::{main, run, Factory, Registry, Role};
 pub use text::{escape, unescape, Text};

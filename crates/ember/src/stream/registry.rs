@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use super::contract::StreamJob;
 use crate::derive::names;
 use crate::error::{Error, Result};
-use crate::input::Input;
 use crate::options::RunOptions;
 use crate::runtime::Runtime;
 use crate::stats::Stats;
@@ -109,7 +108,8 @@ names!(Role, "role" {
 });
 
 /// Runs `job` in `role` over standard input, writing standard output:
-/// `map` on `runtime`'s workers with `opts` (its stats returned),
+/// `map` on `runtime`'s workers with `opts` (its stats returned), over
+/// standard input streamed or read whole as [`StreamJob::map_input`] says,
 /// `combine` and `reduce` on this thread.
 pub fn run(
     job: &dyn StreamJob,
@@ -121,7 +121,7 @@ pub fn run(
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let stats = match role {
         Role::Map => {
-            let input = Input::reader("<stdin>", std::io::stdin());
+            let input = job.map_input().input("<stdin>", std::io::stdin())?;
             Some(job.map(runtime, &input, opts, &mut out)?)
         }
         Role::Combine => job
