@@ -54,23 +54,30 @@ pub const DEFAULT_CHUNK_BUFFERS: usize = 2;
 /// only near the chunk's end.
 const CUSTOM_STEP: usize = 64 << 10;
 
-/// The alignment of a stripe of a chunk buffer: a huge page (x86-64), so
-/// that a transparent huge page faulted in at the end of one stripe does
-/// not hold the start of the next.
-const STRIPE_ALIGN: usize = 2 << 20;
+/// Where stripes of a chunk buffer end: on a huge page boundary (x86-64)
+/// when stripes are large enough, so that a transparent huge page faulted
+/// in at the end of one stripe does not hold the start of the next; else
+/// on a page boundary.
+const HUGE_PAGE: usize = 2 << 20;
+const PAGE: usize = 4 << 10;
 
 /// How a chunk buffer's pages are placed on a machine of several NUMA
-/// nodes: from the [`STRIPE_ALIGN`]-aligned address at or below the
-/// buffer's start, stripe `k` (`len` bytes) is first touched on the `k`-th
-/// node; the last node takes any excess. Pages already placed (a reused
-/// buffer, memory the allocator hands back) stay where they are: the map
-/// queues splits by where the kernel says they are, not by stripe.
+/// nodes: stripe `k` of a buffer starting at `base` ends at `base + (k +
+/// 1) x share` rounded to the nearest `align`ed address, and is first
+/// touched on the `k`-th node; the last stripe takes the rest. Pages
+/// already placed stay where they are (a reused buffer; memory the
+/// allocator hands back; the buffer's first page, which holds the
+/// allocator's header): the map queues splits by where the kernel says
+/// they are, not by stripe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Stripes {
     /// The kernel's number of each node, in stripe order.
     nodes: Vec<usize>,
-    /// Bytes per stripe: the chunk's share per node, in whole alignments.
-    len: usize,
+    /// The chunk's bytes per node.
+    share: usize,
+    /// Where stripes end: [`HUGE_PAGE`] if `share` is at least two of
+    /// them (a stripe then moves by at most a quarter), else [`PAGE`].
+    align: usize,
 }
 
 impl Stripes {
@@ -79,10 +86,16 @@ impl Stripes {
     /// whose nodes the kernel does not know).
     pub(crate) fn new(topology: &Topology, chunk_size: usize) -> Option<Stripes> {
         let nodes = topology.kernel_ids().filter(|ids| ids.len() > 1)?;
-        let len = chunk_size.div_ceil(nodes.len()).div_ceil(STRIPE_ALIGN) * STRIPE_ALIGN;
+        let share = chunk_size / nodes.len();
+        let align = if share >= 2 * HUGE_PAGE {
+            HUGE_PAGE
+        } else {
+            PAGE
+        };
         Some(Stripes {
             nodes: nodes.to_vec(),
-            len,
+            share,
+            align,
         })
     }
 
@@ -90,12 +103,15 @@ impl Stripes {
     /// number of its stripe's node and the bytes from it to the stripe's
     /// end (`usize::MAX` in the last stripe).
     fn at(&self, base: usize, addr: usize) -> (usize, usize) {
-        let origin = base - base % STRIPE_ALIGN;
-        let k = (addr - origin) / self.len;
-        match k + 1 < self.nodes.len() {
-            true => (self.nodes[k], origin + (k + 1) * self.len - addr),
-            false => (self.nodes[self.nodes.len() - 1], usize::MAX),
+        let last = self.nodes.len() - 1;
+        for (k, &node) in self.nodes[..last].iter().enumerate() {
+            let end = base + (k + 1) * self.share + self.align / 2;
+            let end = end - end % self.align;
+            if addr < end {
+                return (node, end - addr);
+            }
         }
+        (self.nodes[last], usize::MAX)
     }
 }
 
@@ -541,7 +557,7 @@ mod tests {
     }
 
     #[test]
-    fn stripes_cut_buffers_by_aligned_address_one_per_node() {
+    fn stripes_cut_buffers_at_aligned_addresses_one_per_node() {
         let on = |ids: Vec<usize>, chunk| {
             let cpus = vec![vec![0]; ids.len()];
             let mut t = Topology::new(cpus).unwrap();
@@ -550,19 +566,21 @@ mod tests {
             Stripes::new(&t, chunk)
         };
         assert_eq!(on(vec![0], 64 << 20), None);
-        let s = on(vec![0, 2, 5], 10 << 20).unwrap();
-        assert_eq!(s.len, 4 << 20);
-        let a = STRIPE_ALIGN;
-        // A buffer starting 4 KiB past an alignment: stripe 0 is that
-        // much shorter, the last one has no end.
-        let base = 7 * a + 4096;
-        assert_eq!(s.at(base, base), (0, (4 << 20) - 4096));
-        assert_eq!(s.at(base, 9 * a - 1), (0, 1));
-        assert_eq!(s.at(base, 9 * a), (2, 4 << 20));
-        assert_eq!(s.at(base, 11 * a), (5, usize::MAX));
-        assert_eq!(s.at(base, 99 * a), (5, usize::MAX));
-        // Small chunks: one alignment per stripe.
-        assert_eq!(on(vec![0, 1], 4096).unwrap().len, a);
+        let h = HUGE_PAGE;
+        let s = on(vec![0, 2, 5], 12 * h).unwrap();
+        assert_eq!((s.share, s.align), (4 * h, h));
+        // A buffer starting 3/4 of a huge page past an alignment: each
+        // stripe ends at the nearest alignment to its share's end.
+        let base = 7 * h + 3 * h / 4;
+        assert_eq!(s.at(base, base), (0, 4 * h + h / 4));
+        assert_eq!(s.at(base, 12 * h - 1), (0, 1));
+        assert_eq!(s.at(base, 12 * h), (2, 4 * h));
+        assert_eq!(s.at(base, 16 * h), (5, usize::MAX));
+        assert_eq!(s.at(base, 99 * h), (5, usize::MAX));
+        // Small shares end on pages.
+        let s = on(vec![0, 1], 2 * h).unwrap();
+        assert_eq!((s.share, s.align), (h, PAGE));
+        assert_eq!(s.at(base, base), (0, h));
     }
 
     /// Reading in stripes gives back the very bytes of reading at once,
@@ -571,11 +589,12 @@ mod tests {
     fn a_placed_read_reads_the_same_bytes() {
         let stripes = Stripes {
             nodes: vec![0, 0, 0],
-            len: STRIPE_ALIGN,
+            share: HUGE_PAGE,
+            align: PAGE,
         };
-        let data: Vec<u8> = (0..5 * STRIPE_ALIGN + 77).map(|i| i as u8).collect();
+        let data: Vec<u8> = (0..5 * HUGE_PAGE + 77).map(|i| i as u8).collect();
         let stream = |d: &[u8]| Box::new(std::io::Cursor::new(d.to_vec())) as Stream;
-        for want in [1, 4096, 3 * STRIPE_ALIGN, data.len() + 10] {
+        for want in [1, 4096, 3 * HUGE_PAGE, data.len() + 10] {
             let (mut at_once, mut placed) = (b"ab".to_vec(), b"ab".to_vec());
             let name = Path::new("x");
             let a = read_into(name, &mut stream(&data), &mut at_once, want).unwrap();

@@ -260,6 +260,16 @@ fn real_nodes_are_read_from_sysfs() {
     }
 }
 
+/// Every split a worker took from its own node's queue had its data on
+/// that node. (How many were stolen,
+/// hence the hit rate, depends on timing: a guest's vCPU stalled by a busy
+/// host has its node's splits stolen. The tests print it.)
+fn assert_local_takes_hit(nodes: &[ember::stats::NodeStats]) {
+    for n in nodes {
+        assert_eq!(n.data_local, n.local(), "{nodes:?}");
+    }
+}
+
 #[test]
 #[ignore = "needs two or more NUMA nodes: scripts/test-numa-vm.sh"]
 fn pages_placed_per_node_are_mapped_on_their_node() {
@@ -290,7 +300,7 @@ fn pages_placed_per_node_are_mapped_on_their_node() {
         // Aware, misses are only the splits stolen at the end of the
         // phase; blind, a split is local by chance (one in `nodes`).
         if locality == Locality::Aware {
-            assert!(rate >= 0.75, "hit rate {rate}");
+            assert_local_takes_hit(nodes);
         }
     }
 }
@@ -337,8 +347,8 @@ fn chunk_buffers_are_placed_stripe_by_stripe_across_the_nodes() {
     let t = Topology::detect();
     let ids: Vec<usize> = (0..t.nodes()).collect();
     assert!(t.is_detected() && t.nodes() >= 2, "{t:?}");
-    let chunk = 8 << 20;
-    let data = records((6 * chunk / 4) as u32, |i| i.wrapping_mul(2_654_435_761));
+    let chunk = 16 << 20;
+    let data = records((4 * chunk / 4) as u32, |i| i.wrapping_mul(2_654_435_761));
     let cpus: usize = ids.iter().map(|&n| t.cpus(n).len()).sum();
     for locality in [Locality::Aware, Locality::Blind] {
         let rt = Runtime::builder()
@@ -353,20 +363,20 @@ fn chunk_buffers_are_placed_stripe_by_stripe_across_the_nodes() {
         let input = Input::reader("stream", std::io::Cursor::new(data.clone()));
         let out = rt.run_with(&job, &input, &opts).unwrap();
         assert_eq!(out.pairs, oracle(&data));
-        assert_eq!(out.stats.chunks.len(), 6);
+        assert_eq!(out.stats.chunks.len(), 4);
         // In each chunk, the splits in input order sit on the nodes in
         // stripe order (kernel numbers: node i is the i-th here), every
-        // node holding some.
+        // node holding some. A chunk's first split starts on the buffer's
+        // first page, which the allocator touched: it may be anywhere.
         let mut placed = job.nodes.into_inner().unwrap();
         placed.sort_unstable();
         for (c, splits) in placed.chunks(chunk / (512 << 10)).enumerate() {
             let nodes: Vec<usize> = splits.iter().map(|s| s.1).collect();
             println!("{locality:?}: chunk {c}: nodes of its splits {nodes:?}");
-            assert!(nodes.is_sorted(), "chunk {c}: {nodes:?}");
-            assert!(
-                ids.iter().all(|n| nodes.contains(n)),
-                "chunk {c}: {nodes:?}"
-            );
+            let rest = &nodes[1..];
+            assert!(rest.is_sorted(), "chunk {c}: {nodes:?}");
+            let all = ids.iter().all(|n| rest.contains(n));
+            assert!(all, "chunk {c}: {nodes:?}");
         }
         let hits: u64 = out.stats.nodes.iter().map(|n| n.data_local).sum();
         let rate = hits as f64 / out.stats.splits as f64;
@@ -375,7 +385,7 @@ fn chunk_buffers_are_placed_stripe_by_stripe_across_the_nodes() {
             out.stats.nodes
         );
         if locality == Locality::Aware {
-            assert!(rate >= 0.75, "hit rate {rate}");
+            assert_local_takes_hit(&out.stats.nodes);
         }
     }
 }
