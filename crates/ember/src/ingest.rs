@@ -62,9 +62,9 @@ const HUGE_PAGE: usize = 2 << 20;
 const PAGE: usize = 4 << 10;
 
 /// How a chunk buffer's pages are placed on a machine of several NUMA
-/// nodes: stripe `k` of a buffer starting at `base` ends at `base + (k +
-/// 1) x share` rounded to the nearest `align`ed address, and is first
-/// touched on the `k`-th node; the last stripe takes the rest. Pages
+/// nodes: stripe `k` of a buffer starting at `base` ends at
+/// `base + (k + 1) * share` rounded to the nearest `align`ed address, and
+/// is first touched on the `k`-th node; the last stripe takes the rest. Pages
 /// already placed stay where they are (a reused buffer; memory the
 /// allocator hands back; the buffer's first page, which holds the
 /// allocator's header): the map queues splits by where the kernel says
