@@ -16,24 +16,32 @@
 # off; this script checks for each test binary's "test result: ok" and the
 # final NUMA-VM-RESULT line. See docs/numa.md.
 #
-# Usage: scripts/test-numa-vm.sh [--release] [--bench] [--nodes "2 4"]
-#   --release  build and boot release binaries (default: the debug ones
-#              `cargo test --workspace` built)
+# Usage: scripts/test-numa-vm.sh [--ci] [--release] [--bench] [--nodes "2 4"]
+#   --ci       after `cargo test --workspace` (as .ci/run does): take its
+#              test binaries (asking cargo for them as `cargo test
+#              --workspace` built them, so nothing is rebuilt) and boot
+#              the guests; no bench
+#   --release  build and boot release binaries (default: the test
+#              profile's, built for the two test binaries alone)
 #   --bench    also run `ember bench numa --machine --size 16MiB --runs 3`
 #              in each guest (implies --release)
 #
 # Installs what is missing (apt-get: qemu-system-x86, busybox-static, cpio)
 # and fetches Debian's kernel once (`apt-get download` of the package
 # linux-image-amd64 depends on, extracted with dpkg-deb, not installed)
-# into target/numa-vm.
+# into a cache kept across clones and runs: $EMBER_VM_CACHE, else
+# ${XDG_CACHE_HOME:-~/.cache}/ember/numa-vm (delete it to fetch the
+# kernel Debian points at now).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 profile=debug
 bench=0
+ci=0
 nodes_list="2 4"
 while [ $# -gt 0 ]; do
   case "$1" in
+    --ci) ci=1 ;;
     --release) profile=release ;;
     --bench) bench=1; profile=release ;;
     --nodes) nodes_list=${2:?--nodes needs a list, e.g. "2 4"}; shift ;;
@@ -41,10 +49,15 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+if [ "$ci" = 1 ] && [ "$profile" = release ]; then
+  echo "test-numa-vm.sh: --ci boots the test profile's binaries: no --release or --bench" >&2
+  exit 2
+fi
 start=$(date +%s)
 target=${CARGO_TARGET_DIR:-target}
 work=$target/numa-vm
-mkdir -p "$work"
+cache=${EMBER_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ember/numa-vm}
+mkdir -p "$work" "$cache"
 
 # 1. The host's tools.
 if ! command -v qemu-system-x86_64 >/dev/null 2>&1 || [ ! -x /bin/busybox ] \
@@ -55,7 +68,7 @@ fi
 
 # 2. The guest's kernel: the versioned package Debian's linux-image-amd64
 # points at.
-if [ ! -f "$work/vmlinuz" ]; then
+if [ ! -f "$cache/vmlinuz" ]; then
   rm -rf "$work/deb" && mkdir -p "$work/deb"
   (
     cd "$work/deb"
@@ -64,21 +77,26 @@ if [ ! -f "$work/vmlinuz" ]; then
     apt-get download "$pkg"
     dpkg-deb -x "$pkg"_*.deb x
   )
-  cp "$work"/deb/x/boot/vmlinuz-* "$work/vmlinuz"
+  # Written whole, then renamed: an interrupted copy leaves no kernel.
+  cp "$work"/deb/x/boot/vmlinuz-* "$cache/vmlinuz.part"
+  mv "$cache/vmlinuz.part" "$cache/vmlinuz"
   rm -rf "$work/deb"
 fi
+echo "test-numa-vm.sh: tools and kernel ready after $(($(date +%s) - start)) s"
 
 # 3. The binaries: the two NUMA test binaries (and the CLI for --bench).
-flag=""
-[ "$profile" = release ] && flag=--release
-tests=$(cargo test $flag --locked --no-run --message-format=json \
-  -p ember --test numa -p ember-apps --test numa 2>/dev/null | python3 -c '
+built=$(date +%s)
+flag=(-p ember --test numa -p ember-apps --test numa)
+[ "$profile" = release ] && flag+=(--release)
+[ "$ci" = 1 ] && flag=(--workspace)
+tests=$(cargo test "${flag[@]}" --locked --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "numa":
-        crate = "apps" if "ember-apps" in m["package_id"] else "ember"
-        print(crate + "=" + m["executable"])
+        crate = {"ember": "ember", "ember-apps": "apps"}.get(m["package_id"].split("#")[0].rsplit("/", 1)[-1])
+        if crate:
+            print(crate + "=" + m["executable"])
 ')
 ember_numa=$(echo "$tests" | sed -n 's/^ember=//p')
 apps_numa=$(echo "$tests" | sed -n 's/^apps=//p')
@@ -86,6 +104,7 @@ apps_numa=$(echo "$tests" | sed -n 's/^apps=//p')
 if [ "$bench" = 1 ]; then
   cargo build --release --locked -p ember-cli
 fi
+echo "test-numa-vm.sh: binaries ready in $(($(date +%s) - built)) s"
 
 # 4. The initramfs: busybox, the binaries and the shared libraries they
 # load (as ldd lists them), and /init.
@@ -145,7 +164,7 @@ for nodes in $nodes_list; do
   boot=$(date +%s)
   timeout 900 qemu-system-x86_64 -accel tcg -cpu max -m 2048 \
     -smp "4,sockets=$nodes,cores=$((4 / nodes))" "${numa[@]}" \
-    -kernel "$work/vmlinuz" -initrd "$work/initramfs.gz" \
+    -kernel "$cache/vmlinuz" -initrd "$work/initramfs.gz" \
     -append "console=ttyS0 quiet panic=-1 rdinit=/init" \
     -nographic -no-reboot -net none -serial mon:stdio </dev/null | tr -d '\r' > "$log" || true
   secs=$(($(date +%s) - boot))
@@ -157,7 +176,7 @@ for nodes in $nodes_list; do
     cat "$log"
     failed=1
   fi
-  grep -E '^NUMA-VM|hit rate|^topology' "$log" | sed 's/^/  /'
+  grep -E '^NUMA-VM|hit rate|chunk 0:|^topology' "$log" | sed 's/^/  /'
 done
 echo "test-numa-vm.sh: $(($(date +%s) - start)) s in all"
 exit $failed

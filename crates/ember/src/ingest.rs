@@ -15,6 +15,15 @@
 //! - **Thread**: the reader is one thread per [`Runtime`](crate::Runtime),
 //!   started on its first streamed run and reused after, so no run creates a
 //!   thread.
+//! - **Placement** (machines of several NUMA nodes): a buffer is cut, by
+//!   address, into one stripe per node, and the reader fills each stripe
+//!   with its thread's pages preferring that stripe's node
+//!   (`set_mempolicy`), so a new buffer's pages are first touched, hence
+//!   placed, stripe by stripe across the nodes, and stay there as the
+//!   buffer is reused. Every worker maps every chunk, so spreading each
+//!   chunk over the nodes gives every node's workers local splits in every
+//!   chunk (the map queues each split on the node the kernel says holds
+//!   it). On one node, or a given topology, nothing is placed.
 //! - **User code** runs on that thread (the input's `Read`, the job's
 //!   record splitter) under `catch_unwind`: a panic ends the run with an
 //!   error ([`Error::Io`] naming the input for a reader,
@@ -32,6 +41,7 @@ use std::time::Instant;
 use crate::error::{Error, Phase, Result};
 use crate::input::{custom_boundary, plan_slice, Stream};
 use crate::job::Records;
+use crate::pool::{prefer_node, Topology};
 use crate::unwind;
 
 /// Default bytes per ingest chunk.
@@ -43,6 +53,67 @@ pub const DEFAULT_CHUNK_BUFFERS: usize = 2;
 /// one by one): one call of the job's function per step, and per record
 /// only near the chunk's end.
 const CUSTOM_STEP: usize = 64 << 10;
+
+/// Where stripes of a chunk buffer end: on a huge page boundary (x86-64)
+/// when stripes are large enough, so that a transparent huge page faulted
+/// in at the end of one stripe does not hold the start of the next; else
+/// on a page boundary.
+const HUGE_PAGE: usize = 2 << 20;
+const PAGE: usize = 4 << 10;
+
+/// How a chunk buffer's pages are placed on a machine of several NUMA
+/// nodes: stripe `k` of a buffer starting at `base` ends at
+/// `base + (k + 1) * share` rounded to the nearest `align`ed address, and
+/// is first touched on the `k`-th node; the last stripe takes the rest. Pages
+/// already placed stay where they are (a reused buffer; memory the
+/// allocator hands back; the buffer's first page, which holds the
+/// allocator's header): the map queues splits by where the kernel says
+/// they are, not by stripe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Stripes {
+    /// The kernel's number of each node, in stripe order.
+    nodes: Vec<usize>,
+    /// The chunk's bytes per node.
+    share: usize,
+    /// Where stripes end: [`HUGE_PAGE`] if `share` is at least two of
+    /// them (a stripe then moves by at most a quarter), else [`PAGE`].
+    align: usize,
+}
+
+impl Stripes {
+    /// The stripes of chunks of `chunk_size` bytes on `topology`, or `None`
+    /// where there is nothing to place (one node, or a given topology,
+    /// whose nodes the kernel does not know).
+    pub(crate) fn new(topology: &Topology, chunk_size: usize) -> Option<Stripes> {
+        let nodes = topology.kernel_ids().filter(|ids| ids.len() > 1)?;
+        let share = chunk_size / nodes.len();
+        let align = if share >= 2 * HUGE_PAGE {
+            HUGE_PAGE
+        } else {
+            PAGE
+        };
+        Some(Stripes {
+            nodes: nodes.to_vec(),
+            share,
+            align,
+        })
+    }
+
+    /// For the byte at `addr` of a buffer starting at `base`: the kernel's
+    /// number of its stripe's node and the bytes from it to the stripe's
+    /// end (`usize::MAX` in the last stripe).
+    fn at(&self, base: usize, addr: usize) -> (usize, usize) {
+        let last = self.nodes.len() - 1;
+        for (k, &node) in self.nodes[..last].iter().enumerate() {
+            let end = base + (k + 1) * self.share + self.align / 2;
+            let end = end - end % self.align;
+            if addr < end {
+                return (node, end - addr);
+            }
+        }
+        (self.nodes[last], usize::MAX)
+    }
+}
 
 /// A run of one part's bytes inside a chunk.
 #[derive(Debug, Clone, Copy)]
@@ -84,6 +155,8 @@ pub(crate) struct ChunkReader {
     offset: u64,
     /// Bytes read past the last boundary, to start the next chunk.
     carry: Vec<u8>,
+    /// Where buffers' pages go (several NUMA nodes only).
+    stripes: Option<Stripes>,
 }
 
 impl ChunkReader {
@@ -95,7 +168,15 @@ impl ChunkReader {
             part: 0,
             offset: 0,
             carry: Vec::new(),
+            stripes: None,
         }
+    }
+
+    /// Places the buffers' pages by `stripes` (`None`: where the reader
+    /// thread runs, as any allocation).
+    pub(crate) fn placed(mut self, stripes: Option<Stripes>) -> Self {
+        self.stripes = stripes;
+        self
     }
 
     /// The record format chunks are cut by.
@@ -130,7 +211,8 @@ impl ChunkReader {
             let mut want = self.chunk_size.saturating_sub(chunk.data.len()).max(1);
             let eof = loop {
                 let (name, stream, _) = &mut self.streams[self.part];
-                let got = read_into(name, stream, &mut chunk.data, want)?;
+                let placed = self.stripes.as_ref();
+                let got = read_placed(placed, (name, stream), &mut chunk.data, want)?;
                 if got < want {
                     break true;
                 }
@@ -197,6 +279,36 @@ fn read_into(name: &Path, stream: &mut Stream, buf: &mut Vec<u8>, want: usize) -
             Err(Error::io(name, std::io::Error::other(why)))
         }
     }
+}
+
+/// [`read_into`] with the new pages of each stripe of `buf` first touched
+/// while the thread prefers that stripe's node (no placement with `None`).
+/// The thread's default placement is back on return.
+fn read_placed(
+    stripes: Option<&Stripes>,
+    (name, stream): (&Path, &mut Stream),
+    buf: &mut Vec<u8>,
+    want: usize,
+) -> Result<usize> {
+    let Some(stripes) = stripes else {
+        return read_into(name, stream, buf, want);
+    };
+    // All the room at once, so the buffer does not move between stripes.
+    buf.reserve_exact(want);
+    let base = buf.as_ptr() as usize;
+    let mut got = 0;
+    let read = loop {
+        let (node, room) = stripes.at(base, base + buf.len());
+        let piece = room.min(want - got);
+        prefer_node(Some(node));
+        match read_into(name, stream, buf, piece) {
+            Ok(n) if n == piece && got + n < want => got += n,
+            Ok(n) => break Ok(got + n),
+            Err(e) => break Err(e),
+        }
+    };
+    prefer_node(None);
+    read
 }
 
 /// The message of a caught panic.
@@ -442,6 +554,55 @@ mod tests {
         assert!(first.len() > 1000 && first.len() < 1020, "{}", first.len());
         assert!(first.starts_with(&part[..1001]) && first.ends_with(b"\n"));
         assert!(chunks[1][0].2.len() <= 12);
+    }
+
+    #[test]
+    fn stripes_cut_buffers_at_aligned_addresses_one_per_node() {
+        let on = |ids: Vec<usize>, chunk| {
+            let cpus = vec![vec![0]; ids.len()];
+            let mut t = Topology::new(cpus).unwrap();
+            assert!(Stripes::new(&t, chunk).is_none(), "a given topology");
+            t = t.with_kernel_ids(ids);
+            Stripes::new(&t, chunk)
+        };
+        assert_eq!(on(vec![0], 64 << 20), None);
+        let h = HUGE_PAGE;
+        let s = on(vec![0, 2, 5], 12 * h).unwrap();
+        assert_eq!((s.share, s.align), (4 * h, h));
+        // A buffer starting 3/4 of a huge page past an alignment: each
+        // stripe ends at the nearest alignment to its share's end.
+        let base = 7 * h + 3 * h / 4;
+        assert_eq!(s.at(base, base), (0, 4 * h + h / 4));
+        assert_eq!(s.at(base, 12 * h - 1), (0, 1));
+        assert_eq!(s.at(base, 12 * h), (2, 4 * h));
+        assert_eq!(s.at(base, 16 * h), (5, usize::MAX));
+        assert_eq!(s.at(base, 99 * h), (5, usize::MAX));
+        // Small shares end on pages.
+        let s = on(vec![0, 1], 2 * h).unwrap();
+        assert_eq!((s.share, s.align), (h, PAGE));
+        assert_eq!(s.at(base, base), (0, h));
+    }
+
+    /// Reading in stripes gives back the very bytes of reading at once,
+    /// with the reader's pieces cut at the stripes' ends.
+    #[test]
+    fn a_placed_read_reads_the_same_bytes() {
+        let stripes = Stripes {
+            nodes: vec![0, 0, 0],
+            share: HUGE_PAGE,
+            align: PAGE,
+        };
+        let data: Vec<u8> = (0..5 * HUGE_PAGE + 77).map(|i| i as u8).collect();
+        let stream = |d: &[u8]| Box::new(std::io::Cursor::new(d.to_vec())) as Stream;
+        for want in [1, 4096, 3 * HUGE_PAGE, data.len() + 10] {
+            let (mut at_once, mut placed) = (b"ab".to_vec(), b"ab".to_vec());
+            let name = Path::new("x");
+            let a = read_into(name, &mut stream(&data), &mut at_once, want).unwrap();
+            let mut s = stream(&data);
+            let b = read_placed(Some(&stripes), (name, &mut s), &mut placed, want).unwrap();
+            assert_eq!((a, &at_once), (b, &placed), "want {want}");
+            assert_eq!(a, want.min(data.len()));
+        }
     }
 
     #[test]

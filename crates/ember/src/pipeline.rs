@@ -85,7 +85,7 @@ use crate::job::Job;
 use crate::pool::Pool;
 use crate::progress::Watch;
 use crate::sample::HashOf;
-use crate::schedule::{split_in, Fallback, Tasks};
+use crate::schedule::{split_in, Tasks};
 use crate::stats::{secs, PipelineStats, Stats};
 
 mod exchange;
@@ -203,7 +203,7 @@ pub(crate) fn run<J: Job>(
     let sizing =
         exchange::Sizing::new::<J>(opts.buffer_bytes, max_bytes, threads - dedicated, threads)?;
     let first_byte = |i: usize| split_in(work.input, &work.splits[i]).data.as_ptr();
-    let tasks = Tasks::new(pool, work.splits.len(), first_byte, Fallback::Blocks);
+    let tasks = Tasks::new(pool, work.splits.len(), first_byte);
     let x = exchange::Exchange::new(job, threads, tasks, sizing, work.watch);
 
     let start = Instant::now();

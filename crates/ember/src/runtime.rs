@@ -20,7 +20,9 @@ use crate::barrier::{Barrier, Memory, Run};
 use crate::busy::{utilization, Busy};
 use crate::container::{self, Sizing};
 use crate::error::{Error, Phase, Result};
-use crate::ingest::{ChunkReader, IngestThread, DEFAULT_CHUNK_BUFFERS, DEFAULT_CHUNK_SIZE};
+use crate::ingest::{
+    ChunkReader, IngestThread, Stripes, DEFAULT_CHUNK_BUFFERS, DEFAULT_CHUNK_SIZE,
+};
 use crate::input::{plan_splits, Input, SplitRange};
 use crate::job::{ContainerKind, Job, KeyHint, MapOnlyJob, Records, StateOf};
 use crate::memory::Budget;
@@ -514,7 +516,8 @@ impl Runtime {
             .unwrap_or_else(|| default_split_size(chunk_size, self.threads()));
         Ok(Source::Stream {
             input,
-            reader: ChunkReader::new(input.take_streams()?, records, chunk_size),
+            reader: ChunkReader::new(input.take_streams()?, records, chunk_size)
+                .placed(Stripes::new(self.pool.topology(), chunk_size)),
             split_size,
             buffers,
         })

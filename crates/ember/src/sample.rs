@@ -22,7 +22,7 @@ use crate::job::Job;
 use crate::pool::Pool;
 use crate::predict::{self, History, Prediction};
 use crate::progress::Watch;
-use crate::schedule::{map_splits, split_in, Fallback};
+use crate::schedule::{map_splits, split_in};
 use crate::stats::secs;
 
 /// A worker's hash container of the job's keys, values and combiner,
@@ -93,7 +93,7 @@ pub(crate) fn run<J: Job>(
     let bytes: usize = pieces.iter().map(|s| s.end - s.start).sum();
     let fraction = bytes as f64 / input.len().max(1) as f64;
     let split_at = |i: usize| split_in(input, &pieces[i]);
-    let n = (input, 0, pieces.len(), Fallback::Blocks);
+    let n = (input, 0, pieces.len());
     let traced = (watch, Phase::Sample);
     let (kept, tasks, histories) = if J::Combiner::FOLDS {
         let combiner = job.combiner();

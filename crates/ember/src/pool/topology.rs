@@ -151,6 +151,21 @@ impl Topology {
             .collect()
     }
 
+    /// The kernel's number of each node, in node order (detected
+    /// topologies only).
+    pub(crate) fn kernel_ids(&self) -> Option<&[usize]> {
+        self.kernel_ids.as_deref()
+    }
+
+    /// This topology as if detected, its nodes numbered `ids` by the
+    /// kernel (for tests of what only a detected topology does).
+    #[cfg(test)]
+    pub(crate) fn with_kernel_ids(mut self, ids: Vec<usize>) -> Topology {
+        assert_eq!(ids.len(), self.nodes());
+        self.kernel_ids = Some(ids);
+        self
+    }
+
     /// The node (by index in this topology) that holds the page at `addr`,
     /// if the topology is detected and the kernel says.
     pub(crate) fn node_of(&self, addr: *const u8) -> Option<usize> {
@@ -290,6 +305,42 @@ pub fn page_node(addr: *const u8) -> Option<usize> {
     };
     (rc == 0 && node >= 0).then_some(node as usize)
 }
+
+/// Places the calling thread's new pages on the kernel's node `id` where
+/// it has room (`set_mempolicy(MPOL_PREFERRED)`), or back where the default
+/// policy puts them (the node the thread runs on) with `None`. Only pages
+/// first touched after the call are placed by it. A hint: if the kernel
+/// refuses, pages go where the default puts them.
+#[cfg(target_os = "linux")]
+pub(crate) fn prefer_node(id: Option<usize>) {
+    const MPOL_DEFAULT: libc::c_int = 0;
+    const MPOL_PREFERRED: libc::c_int = 1;
+    const WORD: usize = libc::c_ulong::BITS as usize;
+    let (mode, mask) = match id {
+        Some(id) => {
+            let mut mask = vec![0 as libc::c_ulong; id / WORD + 1];
+            mask[id / WORD] |= 1 << (id % WORD);
+            (MPOL_PREFERRED, mask)
+        }
+        None => (MPOL_DEFAULT, Vec::new()),
+    };
+    // The kernel reads `maxnode - 1` bits of the mask (one more, as
+    // libnuma passes it); none with the default policy.
+    let maxnode = match mask.len() {
+        0 => 0,
+        words => (words * WORD + 1) as libc::c_ulong,
+    };
+    // SAFETY: `mask` holds `maxnode - 1` bits (or is not read when
+    // `maxnode` is 0); set_mempolicy only reads it and changes the calling
+    // thread's policy for later allocations.
+    unsafe {
+        libc::syscall(libc::SYS_set_mempolicy, mode, mask.as_ptr(), maxnode);
+    }
+}
+
+/// The thread's page placement: nothing to set off Linux.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn prefer_node(_id: Option<usize>) {}
 
 /// The kernel's node of the page at `addr`: never known off Linux.
 #[cfg(not(target_os = "linux"))]

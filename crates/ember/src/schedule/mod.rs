@@ -28,7 +28,7 @@ use crate::stats::{secs, ChunkStats, NodeStats, Stats};
 use crate::trace::{Args, SpanKind, Track};
 use crate::unwind::Failure;
 use tasks::add_nodes;
-pub(crate) use tasks::{Fallback, Tasks};
+pub(crate) use tasks::Tasks;
 
 /// What [`map_splits`] returns: each worker's state and task count, in
 /// worker order, and the map phase's tallies per node (empty on one node).
@@ -64,18 +64,18 @@ pub(crate) fn pull(
 /// index, split_at(index))`, which returns the pairs it emitted. A malformed
 /// record fails the run with its place in `input`. Each task is traced as a
 /// task of `phase`. Splits are queued by the node of their data
-/// (`fallback` where the kernel cannot say). Returns each worker's state
+/// ([`Tasks::new`]). Returns each worker's state
 /// and task count, in worker order, and the tallies per node (empty on one
 /// node).
 pub(crate) fn map_splits<'s, W: Send>(
     pool: &Pool,
-    (input, first, n, fallback): (&Input<'_>, usize, usize, Fallback),
+    (input, first, n): (&Input<'_>, usize, usize),
     (watch, phase): (Watch<'_>, Phase),
     split_at: impl Fn(usize) -> Split<'s> + Sync,
     new_worker: impl Fn(usize) -> W + Sync,
     map: impl Fn(&mut W, usize, Split<'s>) -> Result<u64, TaskError> + Sync,
 ) -> Result<Mapped<W>> {
-    let queue = Tasks::new(pool, n, |i| split_at(i).data.as_ptr(), fallback);
+    let queue = Tasks::new(pool, n, |i| split_at(i).data.as_ptr());
     let failure = Failure::new();
     let workers = pool.broadcast(|w| {
         let mut state = new_worker(w);
@@ -189,7 +189,7 @@ pub(crate) fn map_source<W: Send>(
         Source::Memory(input, splits) => {
             let (workers, nodes) = map_splits(
                 pool,
-                (input, 0, splits.len(), Fallback::Blocks),
+                (input, 0, splits.len()),
                 (watch, Phase::Map),
                 |i| split_in(input, &splits[i]),
                 new_worker,
@@ -288,8 +288,7 @@ impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
                     None => (new_worker(w), 0),
                 }
             };
-            let turn = Fallback::Chunk(self.stats.chunks.len());
-            let n = (self.input, base, splits.len(), turn);
+            let n = (self.input, base, splits.len());
             let (out, nodes) = map_splits(
                 pool,
                 n,

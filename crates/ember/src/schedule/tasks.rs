@@ -7,8 +7,7 @@
 //!
 //! On several nodes, each split goes on the queue of the node that holds
 //! its first page (the kernel's answer on a detected topology; else its
-//! place in the input, one block of splits per node, or for a streamed
-//! chunk the chunk's turn, chunks alternating across nodes). A worker takes
+//! place among the phase's splits, one block of splits per node). A worker takes
 //! from its own node's queue until it is empty, then steals from the other
 //! nodes' queues, nearest first. Every queue is filled before the workers
 //! start and none is refilled, so a worker that stole once never sees its
@@ -27,18 +26,6 @@ use crossbeam_utils::CachePadded;
 
 use crate::pool::{Locality, Pool};
 use crate::stats::NodeStats;
-
-/// Where a split's data is when the kernel cannot say (a given topology,
-/// or a page the kernel does not place).
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Fallback {
-    /// Splits of an in-memory input: one block of consecutive splits per
-    /// node.
-    Blocks,
-    /// All the splits of the `n`-th chunk of a stream: on node `n mod
-    /// nodes`.
-    Chunk(usize),
-}
 
 /// The split dispenser of one map phase.
 pub(crate) struct Tasks {
@@ -88,22 +75,18 @@ impl Tasks {
     }
 
     /// Splits `0..n` for `pool`'s workers; `first_byte(i)` is the address of
-    /// split `i`'s first byte (asked only on several nodes).
-    pub(crate) fn new(
-        pool: &Pool,
-        n: usize,
-        first_byte: impl Fn(usize) -> *const u8,
-        fallback: Fallback,
-    ) -> Tasks {
+    /// split `i`'s first byte (asked only on several nodes). Where the
+    /// kernel cannot say which node holds a split (a given topology, a page
+    /// it does not place), its node is its place among the `n`: one block
+    /// of consecutive splits per node, as a file written in order or a
+    /// chunk buffer's stripes (`ingest::Stripes`) are placed.
+    pub(crate) fn new(pool: &Pool, n: usize, first_byte: impl Fn(usize) -> *const u8) -> Tasks {
         let topology = pool.topology();
         let nodes = topology.nodes();
         if nodes == 1 {
             return Tasks::shared(n);
         }
-        let guess = |i: usize| match fallback {
-            Fallback::Blocks => i * nodes / n.max(1),
-            Fallback::Chunk(c) => c % nodes,
-        };
+        let guess = |i: usize| i * nodes / n.max(1);
         let split_node: Vec<usize> = (0..n)
             .map(|i| topology.node_of(first_byte(i)).unwrap_or_else(|| guess(i)))
             .collect();
@@ -243,7 +226,7 @@ mod tests {
     fn every_split_is_taken_once_and_local_ones_first() {
         for (nodes, threads, n) in [(2, 2, 10), (2, 3, 7), (4, 4, 33), (4, 2, 9), (3, 6, 1)] {
             let p = pool(nodes, threads, Locality::Aware);
-            let tasks = Tasks::new(&p, n, |_| std::ptr::null(), Fallback::Blocks);
+            let tasks = Tasks::new(&p, n, |_| std::ptr::null());
             let seen = drain(&tasks, threads);
             let mut all: Vec<usize> = seen.iter().flatten().map(|t| t.0).collect();
             all.sort_unstable();
@@ -274,7 +257,7 @@ mod tests {
     fn a_node_without_workers_is_stolen_from_nearest_first() {
         // Three nodes, two workers: node 2 has no worker.
         let p = pool(3, 2, Locality::Aware);
-        let tasks = Tasks::new(&p, 9, |_| std::ptr::null(), Fallback::Blocks);
+        let tasks = Tasks::new(&p, 9, |_| std::ptr::null());
         let seen = drain(&tasks, 2);
         assert_eq!(seen[0][..3], [(0, false), (1, false), (2, false)]);
         assert_eq!(seen[1][..3], [(3, false), (4, false), (5, false)]);
@@ -287,19 +270,20 @@ mod tests {
     #[test]
     fn blind_takes_in_order_and_still_counts_locality() {
         let p = pool(2, 2, Locality::Blind);
-        let tasks = Tasks::new(&p, 4, |_| std::ptr::null(), Fallback::Chunk(1));
+        let tasks = Tasks::new(&p, 4, |_| std::ptr::null());
         let seen = drain(&tasks, 2);
         assert_eq!(seen[0], [(0, false), (2, false)]);
         let stats = tasks.node_stats();
-        // Every split of chunk 1 is on node 1: worker 1's are local.
-        assert_eq!((stats[0].data_local, stats[1].data_local), (0, 2));
-        assert_eq!(stats[1].splits_here, 4);
+        // Splits 0 and 1 are on node 0, 2 and 3 on node 1: each worker
+        // took one of its node's.
+        assert_eq!((stats[0].data_local, stats[1].data_local), (1, 1));
+        assert_eq!((stats[0].splits_here, stats[1].splits_here), (2, 2));
     }
 
     #[test]
     fn one_node_counts_nothing() {
         let p = pool(1, 2, Locality::Aware);
-        let tasks = Tasks::new(&p, 3, |_| unreachable!(), Fallback::Blocks);
+        let tasks = Tasks::new(&p, 3, |_| unreachable!());
         assert_eq!(drain(&tasks, 2).concat().len(), 3);
         assert!(tasks.node_stats().is_empty());
     }
