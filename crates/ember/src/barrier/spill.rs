@@ -168,15 +168,18 @@ type Entries<J> = Vec<(<J as Job>::Key, StateOf<J>)>;
 /// per key, in key order.
 pub(crate) type Each<'e, J> = &'e mut dyn FnMut(<J as Job>::Key, <J as Job>::Out) -> Result<()>;
 
+/// What the containers of a run still hold, by partition
+/// (`columns[p][w]`: partition `p` of worker `w`).
+type Columns<J> = Vec<Vec<Entries<J>>>;
+
 /// Everything the workers of a spilled run hold, taken out for the merge:
-/// their finished spill files, and what each container still holds, by
-/// partition (`columns[p][w]`: partition `p` of worker `w`).
+/// their finished spill files, and what each container still holds.
 fn take_out<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     s: &Spiller<'_, J>,
     workers: Vec<Worker<C>>,
-) -> Result<(Vec<Spilled>, Vec<Vec<Entries<J>>>)> {
+) -> Result<(Vec<Spilled>, Columns<J>)> {
     let mut files: Vec<Spilled> = Vec::new();
-    let mut columns: Vec<Vec<Entries<J>>> = Vec::new();
+    let mut columns: Columns<J> = Vec::new();
     for mut w in workers {
         if let Some(writer) = w.writer.take() {
             files.push(writer.finish()?);
