@@ -347,19 +347,73 @@ pub struct Built {
 
 /// Builds the inverted index of `input` on `rt`.
 pub fn build(rt: &Runtime, input: &Input<'_>, docs: Docs, opts: &RunOptions) -> Result<Built> {
-    let (job, numbering) = match docs {
-        Docs::Files => (InvertedIndex::files(input)?, None),
-        Docs::Lines => {
-            let (lines, stats) = LineNumbers::build(rt, input, opts)?;
-            (InvertedIndex::lines(lines), Some(stats))
-        }
-    };
+    let (job, numbering) = job_for(rt, input, docs, opts)?;
     let documents = job.documents(input);
     let out = rt.run_with(&job, input, opts)?;
     Ok(Built {
         index: out.pairs,
         documents,
         stats: out.stats,
+        numbering,
+    })
+}
+
+/// The index job for `input` (for [`Docs::Lines`], after the
+/// line-numbering run, whose stats come with it).
+fn job_for<'a>(
+    rt: &Runtime,
+    input: &'a Input<'_>,
+    docs: Docs,
+    opts: &RunOptions,
+) -> Result<(InvertedIndex<'a>, Option<Stats>)> {
+    Ok(match docs {
+        Docs::Files => (InvertedIndex::files(input)?, None),
+        Docs::Lines => {
+            let (lines, stats) = LineNumbers::build(rt, input, opts)?;
+            (InvertedIndex::lines(lines), Some(stats))
+        }
+    })
+}
+
+/// The result of [`build_each`]: the index's size and the runs' stats.
+pub struct Streamed {
+    /// Distinct words handed over.
+    pub words: u64,
+    /// Document ids handed over, over all words.
+    pub postings: u64,
+    /// Documents in the input.
+    pub documents: u64,
+    /// Stats of the index run.
+    pub stats: Stats,
+    /// Stats of the line-numbering run ([`Docs::Lines`] only).
+    pub numbering: Option<Stats>,
+}
+
+/// Builds the inverted index of `input` on `rt` as [`build`] does, but
+/// hands each word and its ids to `each`, in word order, instead of
+/// collecting the index ([`Runtime::run_each`]): a run that spilled to
+/// disk reduces each word as the merge of its runs reaches it and hands
+/// it over at once, so the index is never held in memory. The first error
+/// `each` returns stops the run.
+pub fn build_each(
+    rt: &Runtime,
+    input: &Input<'_>,
+    docs: Docs,
+    opts: &RunOptions,
+    mut each: impl FnMut(Bytes, Vec<DocId>) -> Result<()>,
+) -> Result<Streamed> {
+    let (job, numbering) = job_for(rt, input, docs, opts)?;
+    let (mut words, mut postings) = (0, 0);
+    let stats = rt.run_each(&job, input, opts, |word, ids| {
+        words += 1;
+        postings += ids.len() as u64;
+        each(word, ids)
+    })?;
+    Ok(Streamed {
+        words,
+        postings,
+        documents: job.documents(input),
+        stats,
         numbering,
     })
 }
@@ -514,20 +568,44 @@ fn lines_of(data: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 /// Writes the index as `word<TAB>id,id,...` lines.
 pub fn write_index(index: &[(Bytes, Vec<DocId>)], out: &mut impl Write) -> io::Result<()> {
-    let mut line = Vec::with_capacity(1 << 12);
+    let mut w = IndexWriter::new(out);
     for (word, ids) in index {
+        w.write(word, ids)?;
+    }
+    Ok(())
+}
+
+/// Writes an index one `word<TAB>id,id,...` line at a time (the lines of
+/// [`write_index`]), for an index handed over word by word
+/// ([`build_each`]).
+pub struct IndexWriter<W> {
+    out: W,
+    line: Vec<u8>,
+}
+
+impl<W: Write> IndexWriter<W> {
+    /// A writer of lines to `out`.
+    pub fn new(out: W) -> Self {
+        IndexWriter {
+            out,
+            line: Vec::with_capacity(1 << 12),
+        }
+    }
+
+    /// Writes the line of `word` and its `ids`.
+    pub fn write(&mut self, word: &Bytes, ids: &[DocId]) -> io::Result<()> {
+        let line = &mut self.line;
         line.clear();
         line.extend_from_slice(word.as_bytes());
         let mut sep = b'\t';
         for &id in ids {
             line.push(sep);
-            push_decimal(&mut line, id);
+            push_decimal(line, id);
             sep = b',';
         }
         line.push(b'\n');
-        out.write_all(&line)?;
+        self.out.write_all(line)
     }
-    Ok(())
 }
 
 /// Appends `n` in decimal.

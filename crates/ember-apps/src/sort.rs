@@ -22,14 +22,19 @@
 //!   p-way merge (SupMR section IV).
 //!
 //! Either way the records are then gathered in that order on the
-//! runtime's workers. An input whose length is not a multiple of
-//! 100 is [`Error::InvalidInput`].
+//! runtime's workers, which needs them all at hand (mapped). Records
+//! larger than the memory budget are sorted by [`external_sort`] instead
+//! ([`SortPlan`] decides): map keeps whole records, and a worker past its
+//! share of the budget writes them to disk as sorted runs; one merge of
+//! every run then streams the records, in order, to the output. An input
+//! whose length is not a multiple of 100 is [`Error::InvalidInput`].
 
 use std::io::{self, Write};
 
+use ember::spill::Codec;
 use ember::{
-    Emit, Error, Input, Job, KeepAll, KeyHint, MapOnlyJob, MapResult, Records, Result, RunOptions,
-    Runtime, Split, Stats,
+    Combiner, Emit, Error, Input, Job, KeepAll, KeyHint, MapOnlyJob, MapResult, Records, Result,
+    RunOptions, Runtime, Split, Stats,
 };
 use rand::Rng;
 use rayon::prelude::*;
@@ -450,6 +455,148 @@ pub fn sort_order_input(rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> R
         runs: vec![out.pairs.into_iter().map(|(p, ())| p).collect()],
         stats: out.stats,
     })
+}
+
+/// How a sort runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortPlan {
+    /// The records fit in the memory budget: their order is computed in
+    /// memory ([`sort_order`]) and they are gathered from the mapped input.
+    InMemory,
+    /// They do not: [`external_sort`], through sorted runs on disk.
+    External,
+}
+
+impl SortPlan {
+    /// The plan for `bytes` of records under a memory budget of `limit`
+    /// bytes (`None`: the machine's default,
+    /// [`default_memory_limit`](ember::tune::default_memory_limit)):
+    /// external when the records are larger than the budget. The in-memory
+    /// plan reads the records in random order to gather them, which is
+    /// fast only while they all stay in memory.
+    pub fn for_input(bytes: u64, limit: Option<u64>) -> SortPlan {
+        match bytes > limit.unwrap_or_else(ember::tune::default_memory_limit) {
+            true => SortPlan::External,
+            false => SortPlan::InMemory,
+        }
+    }
+}
+
+impl std::fmt::Display for SortPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SortPlan::InMemory => "in memory",
+            SortPlan::External => "external",
+        })
+    }
+}
+
+/// Bytes of a record after its key.
+const REST_LEN: usize = RECORD_LEN - KEY_LEN;
+
+/// A record after its key.
+type Rest = [u8; REST_LEN];
+
+/// The combiner of keys that are emitted once (the external sort's packed
+/// keys, which hold the record index): the state is the value itself.
+/// Were a key emitted twice, the first value would be kept.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Once;
+
+impl<V: Send> Combiner<V> for Once {
+    type State = V;
+    type Reduced<'a>
+        = V
+    where
+        V: 'a;
+
+    fn init(&self, v: V) -> V {
+        v
+    }
+
+    fn add(&self, _state: &mut V, _v: V) {}
+
+    fn merge(&self, _state: &mut V, _other: V) {}
+
+    fn finish<O>(&self, state: V, reduce: impl FnOnce(V) -> O) -> O {
+        reduce(state)
+    }
+}
+
+/// The external sort's job: map emits every record as its packed key
+/// (key and index, [`Packed`]) and the rest of the record. The keys are
+/// unique, so the runtime's unique container keeps them as they come; a
+/// worker past its share of the memory budget sorts them and writes them
+/// to disk as runs (the job's [`Codec`]). Reduce hands each record's rest
+/// back as it is.
+#[derive(Debug, Clone, Copy, Default)]
+struct ExternalJob;
+
+impl Job for ExternalJob {
+    type Key = Packed;
+    type Value = Rest;
+    type Combiner = Once;
+    type Out = Rest;
+
+    fn records(&self) -> Records {
+        Records::Fixed(RECORD_LEN)
+    }
+
+    fn keys(&self) -> KeyHint {
+        KeyHint::Unique
+    }
+
+    fn map<E: Emit<Packed, Rest>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
+        let first = split.offset as usize / RECORD_LEN;
+        for (i, rec) in split.data.chunks_exact(RECORD_LEN).enumerate() {
+            let rest: Rest = rec[KEY_LEN..].try_into().expect("a whole record");
+            emit.emit(pack(rec, first + i), rest);
+        }
+        Ok(())
+    }
+
+    fn reduce(&self, _key: &Packed, rest: Rest) -> Rest {
+        rest
+    }
+
+    fn codec(&self) -> Option<Codec<Packed, Rest>> {
+        Some(Codec::new())
+    }
+}
+
+/// Sorts the records of `input` (one file, mapped or streamed) and writes
+/// them to `out` in order, within the memory budget of `opts` (else the
+/// machine's default): an external sort. Map keeps whole records; a worker
+/// whose records pass its share of the budget sorts them and writes them
+/// to disk as runs; reduce is one merge of every run (and of what the
+/// workers still hold), which streams the records to `out` in one pass,
+/// so the sorted records are never all in memory. Records that fit in the
+/// budget are not spilled, and are sorted in memory and written the same
+/// way. The output is the bytes [`sequential`] gives; returns the run's
+/// stats. A write that fails is [`Error::Output`]; a streamed input that
+/// ends inside a record is [`Error::InvalidInput`], after its records
+/// were written (so write to a file that is kept only on success).
+pub fn external_sort(
+    rt: &Runtime,
+    input: &Input<'_>,
+    opts: &RunOptions,
+    out: &mut impl Write,
+) -> Result<Stats> {
+    if input.parts() != 1 {
+        return Err(Error::InvalidInput(format!(
+            "sort reads one file of records, not {}",
+            input.parts()
+        )));
+    }
+    check_len(input.len() as u64)?;
+    let mut record = [0u8; RECORD_LEN];
+    let stats = rt.run_each(&ExternalJob, input, opts, |key, rest| {
+        record[..KEY_LEN].copy_from_slice(&key.to_be_bytes()[..KEY_LEN]);
+        record[KEY_LEN..].copy_from_slice(&rest);
+        out.write_all(&record).map_err(Error::Output)
+    })?;
+    check_len(stats.input_bytes)?;
+    Ok(stats)
 }
 
 /// Checks that `len` bytes are whole records, and few enough for a

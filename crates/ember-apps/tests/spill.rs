@@ -12,7 +12,7 @@ use ember::{
     Bytes, ContainerKind, Emit, Error, Input, Job, MapResult, Phase, Records, RunOptions, Runtime,
     Split, Sum,
 };
-use ember_apps::inverted_index::{build, sequential, Docs};
+use ember_apps::inverted_index::{build, build_each, sequential, Docs};
 use ember_apps::text::{text, TextSpec};
 use ember_apps::wordcount::{self, WordCount};
 use proptest::prelude::*;
@@ -91,6 +91,18 @@ fn spilled_inverted_index_equals_the_plain_run() {
             let what = format!("{threads} threads, {container}");
             assert!(got.stats.memory.spills > 0, "{what}: no spill");
             assert!(got.index == want, "{what}: index differs");
+            // Handed over word by word as the merge reaches them.
+            let mut handed = Vec::new();
+            let streamed = build_each(&rt, &input, Docs::Lines, &opts, |word, ids| {
+                handed.push((word, ids));
+                Ok(())
+            })
+            .unwrap();
+            assert!(streamed.stats.memory.spills > 0, "{what}: no spill");
+            assert!(handed == want, "{what}: streamed index differs");
+            assert_eq!(streamed.words, want.len() as u64, "{what}");
+            let postings: usize = want.iter().map(|(_, ids)| ids.len()).sum();
+            assert_eq!(streamed.postings, postings as u64, "{what}");
         }
     }
 }
@@ -107,6 +119,64 @@ fn a_streamed_input_spills_too() {
     let out = rt.run_with(&WordCount::new(), &input, &opts).unwrap();
     assert!(out.stats.memory.spills > 0);
     assert!(as_pairs(&out.pairs) == want);
+}
+
+/// `run_each` hands over the plain run's output in key order (not the
+/// job's order: word count by count here), spilled or not, and any
+/// container; an error it returns stops the run, spill files removed.
+#[test]
+fn run_each_hands_over_the_plain_output_in_key_order() {
+    let data = corpus(1 << 20, 20_000, 17);
+    let want = wordcount::sequential(&[&data]);
+    let dir = tempfile::tempdir().unwrap();
+    for threads in THREADS {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        for (container, limit) in [
+            (ContainerKind::Auto, Some(64 << 10)),
+            (ContainerKind::Append, Some(256 << 10)),
+            (ContainerKind::Auto, None),
+        ] {
+            let opts = RunOptions::default()
+                .container(container)
+                .memory_limit(limit)
+                .spill_dir(dir.path().to_path_buf());
+            let mut got = Vec::new();
+            let job = WordCount::by_count();
+            let stats = rt
+                .run_each(&job, &Input::bytes(&data), &opts, |word, n| {
+                    got.push((word.as_bytes().to_vec(), n));
+                    Ok(())
+                })
+                .unwrap();
+            let what = format!("{threads} threads, {container}, limit {limit:?}");
+            assert_eq!(stats.memory.spills > 0, limit.is_some(), "{what}");
+            assert_eq!(stats.output_pairs, want.len() as u64, "{what}");
+            assert!(got == want, "{what}: output differs");
+            assert!(left_in(dir.path()).is_empty(), "{what}: spill files left");
+        }
+        let opts = RunOptions::default()
+            .memory_limit(64 << 10)
+            .spill_dir(dir.path().to_path_buf());
+        let mut seen = 0;
+        let err = rt
+            .run_each(&WordCount::new(), &Input::bytes(&data), &opts, |_, _| {
+                seen += 1;
+                match seen {
+                    10 => Err(Error::Output(std::io::Error::other("stop"))),
+                    _ => Ok(()),
+                }
+            })
+            .unwrap_err();
+        assert!(matches!(err, Error::Output(_)), "{err}");
+        assert_eq!(seen, 10, "{threads} threads: handed over after the error");
+        assert!(left_in(dir.path()).is_empty(), "spill files left");
+    }
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let top = RunOptions::default().top(Some(5));
+    let err = rt
+        .run_each(&WordCount::new(), &Input::bytes(&data), &top, |_, _| Ok(()))
+        .unwrap_err();
+    assert!(matches!(err, Error::Config(_)), "{err}");
 }
 
 proptest! {

@@ -4,11 +4,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use ember_apps::inverted_index::{self, build, write_docs, write_index, Docs};
+use ember::{Input, Runtime};
+use ember_apps::inverted_index::{self, build_each, write_docs, Docs, IndexWriter, Streamed};
 use ember_apps::text::TextSpec;
 
 use crate::common::{cache_dir, write_output, RunArgs};
 use crate::gen::TextArgs;
+use crate::output;
 use crate::progress::bar as progress;
 
 /// `ember inverted-index`.
@@ -70,23 +72,20 @@ pub(crate) fn run(a: Args) -> Result<()> {
     };
     let rt = a.run.runtime()?;
     let docs = if a.lines { Docs::Lines } else { Docs::Files };
-    let built = a.run.with_progress(|o| build(&rt, &input, docs, o))?;
-    write_output(a.output.as_deref(), |mut w| {
-        Ok(write_index(&built.index, &mut w)?)
-    })?;
+    let built = write_streamed(&a, &rt, &input, docs)?;
     write_output(a.doc_list.as_deref(), |w| {
         for (id, p) in paths.iter().enumerate() {
             writeln!(w, "{id}\t{}", p.display())?;
         }
         Ok(())
     })?;
-    let postings: usize = built.index.iter().map(|(_, ids)| ids.len()).sum();
     let numbering = built.numbering.as_ref().map_or(0.0, |s| s.total_secs);
     eprintln!(
-        "# {} {}, {} distinct words, {postings} postings, {:.1} MB in {:.3} s",
+        "# {} {}, {} distinct words, {} postings, {:.1} MB in {:.3} s",
         built.documents,
         if a.lines { "lines" } else { "files" },
-        built.index.len(),
+        built.words,
+        built.postings,
         built.stats.input_bytes as f64 / 1e6,
         built.stats.total_secs + numbering,
     );
@@ -96,6 +95,33 @@ pub(crate) fn run(a: Args) -> Result<()> {
         }
     }
     a.run.report(&built.stats)
+}
+
+/// Builds the index and writes it to `--output`, if given, word by word
+/// as the run hands it over: a run that spills never holds the index in
+/// memory. The file appears only once whole (see [`output`]).
+fn write_streamed(a: &Args, rt: &Runtime, input: &Input<'_>, docs: Docs) -> Result<Streamed> {
+    let mut sink = a.output.as_deref().map(output::create).transpose()?;
+    let mut lines = sink.as_mut().map(IndexWriter::new);
+    let built = a
+        .run
+        .with_progress(|o| {
+            build_each(rt, input, docs, o, |word, ids| match &mut lines {
+                Some(w) => w.write(&word, &ids).map_err(ember::Error::Output),
+                None => Ok(()),
+            })
+        })
+        .map_err(|e| match (e, &a.output) {
+            (ember::Error::Output(e), Some(path)) => {
+                anyhow::Error::new(e).context(format!("cannot write '{}'", path.display()))
+            }
+            (e, _) => e.into(),
+        })?;
+    drop(lines);
+    if let Some(sink) = sink {
+        sink.finish()?;
+    }
+    Ok(built)
 }
 
 /// Runs `ember gen docs`.

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use ember::Input;
-use ember_apps::sort::{sort_order, write_records, SortSpec, RECORD_LEN};
+use ember_apps::sort::{external_sort, sort_order, write_records, SortPlan, SortSpec, RECORD_LEN};
 
 use crate::common::{write_output, RunArgs};
 use crate::genfile;
+use crate::output;
 
 /// `ember sort`.
 #[derive(ClapArgs)]
@@ -37,8 +38,46 @@ pub(crate) struct GenArgs {
     out: PathBuf,
 }
 
-/// Runs `ember sort`.
+/// Runs `ember sort`: in memory, or an external sort for records larger
+/// than the memory budget (see [`SortPlan`]).
 pub(crate) fn run(a: Args) -> Result<()> {
+    let cannot = || format!("cannot read '{}'", a.file.display());
+    let bytes = std::fs::metadata(&a.file).with_context(cannot)?.len();
+    match SortPlan::for_input(bytes, a.run.memory_limit) {
+        SortPlan::InMemory => in_memory(a),
+        SortPlan::External => external(a),
+    }
+}
+
+/// `ember sort` of records larger than the memory budget: sorted runs on
+/// disk, merged straight into the output file.
+fn external(a: Args) -> Result<()> {
+    let input = a.run.open(std::slice::from_ref(&a.file))?;
+    let rt = a.run.runtime()?;
+    // The output appears only once whole (see `output`).
+    let mut w = output::create(&a.out)?;
+    let stats = a
+        .run
+        .with_progress(|o| external_sort(&rt, &input, o, &mut w))
+        .map_err(|e| match e {
+            ember::Error::Output(e) => {
+                anyhow::Error::new(e).context(format!("cannot write '{}'", a.out.display()))
+            }
+            e => anyhow::Error::new(e).context(format!("cannot sort '{}'", a.file.display())),
+        })?;
+    w.finish()?;
+    eprintln!(
+        "# {} records sorted and written in {:.3} s (external: {} runs spilled)",
+        stats.input_bytes / RECORD_LEN as u64,
+        stats.total_secs,
+        stats.memory.spill_runs
+    );
+    a.run.report(&stats)
+}
+
+/// `ember sort` of records that fit in the memory budget: their order
+/// computed in memory, then the records gathered from the mapped file.
+fn in_memory(a: Args) -> Result<()> {
     let input = Input::file(&a.file)?;
     let rt = a.run.runtime()?;
     let data = input.part_bytes(0);

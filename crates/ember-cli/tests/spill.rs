@@ -56,6 +56,54 @@ fn a_spilling_run_writes_what_an_unlimited_one_does() {
     }
 }
 
+/// `ember sort` of records larger than `--memory-limit` is an external
+/// sort: the same bytes as the in-memory sort, for 1, 2 and 7 threads and
+/// several split sizes, the spill directory left empty, and the plan on
+/// stderr.
+#[test]
+fn an_external_sort_writes_what_the_in_memory_sort_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records.dat");
+    let status = ember()
+        .args(["gen", "sort", "--records", "40000", "-o"])
+        .arg(&records)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let sort = |out: &str, extra: &[&str]| {
+        let o = ember()
+            .arg("sort")
+            .arg(&records)
+            .arg("-o")
+            .arg(dir.path().join(out))
+            .args(extra)
+            .arg("--spill-dir")
+            .arg(spill.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stderr).unwrap()
+    };
+    let plain = sort("plain.dat", &[]);
+    assert!(!plain.contains("external"), "{plain}");
+    let want = std::fs::read(dir.path().join("plain.dat")).unwrap();
+    assert_eq!(want.len(), 4_000_000);
+    for threads in ["1", "2", "7"] {
+        for split in [None, Some("1000"), Some("100KiB")] {
+            let mut extra = vec!["-t", threads, "--memory-limit", "1MiB"];
+            extra.extend(split.iter().flat_map(|s| ["--split-size", s]));
+            let said = sort("external.dat", &extra);
+            let what = format!("{threads} threads, split {split:?}");
+            assert!(said.contains("(external: "), "{what}: {said}");
+            let got = std::fs::read(dir.path().join("external.dat")).unwrap();
+            assert!(got == want, "{what}: output differs");
+            assert!(names(spill.path()).is_empty(), "{what}: spill files left");
+        }
+    }
+}
+
 /// A disk that fills up: a file-size limit (`ulimit -f`, with SIGXFSZ
 /// ignored so that a write fails with EFBIG instead of killing the
 /// process), which holds for root too.

@@ -114,6 +114,11 @@ pub enum Error {
         /// What the OS said.
         source: std::io::Error,
     },
+    /// Writing a run's output failed: the error a caller's output sink
+    /// returns to [`Runtime::run_each`](crate::Runtime::run_each) (a full
+    /// disk, a closed pipe).
+    #[error("cannot write the output: {0}")]
+    Output(std::io::Error),
     /// The intermediate data passed the memory limit the caller set, and
     /// the job cannot spill (it has no [`Codec`](crate::spill::Codec)).
     #[error(

@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::barrier::{Barrier, Memory, Run};
+use crate::barrier::{Barrier, Each, Memory, Reduced, Run};
 use crate::busy::{utilization, Busy};
 use crate::container::{self, Sizing};
 use crate::error::{Error, Phase, Result};
@@ -202,17 +202,50 @@ impl Runtime {
         input: &Input<'_>,
         opts: &RunOptions,
     ) -> Result<Output<J::Key, J::Out>> {
-        let out = self.run_job(job, input, opts);
+        let out = self.run_job(job, input, opts, None);
         input.check_unchanged()?;
         out
     }
 
-    /// [`Runtime::run_with`], before the input is checked.
+    /// Runs a job and hands its output to `each`, one key at a time in key
+    /// order (not [`Job::order`]), instead of collecting it: a run whose
+    /// intermediate data spilled to disk
+    /// ([`RunOptions::memory_limit`]) reduces each key as the one-pass
+    /// merge of its runs reaches it and hands it over at once, on the
+    /// calling thread, so that the output is never held in memory (an
+    /// external sort writes its output this way). A run that did not
+    /// spill reduces as [`Runtime::run_with`] does, then hands its sorted
+    /// output over. The first error `each` returns stops the run and is
+    /// returned. Returns the run's stats; `opts.top` is refused
+    /// ([`Error::Config`]).
+    ///
+    /// An input that changes while it is read fails the run as in
+    /// [`Runtime::run_with`]; keys may have been handed over by then.
+    pub fn run_each<J: Job>(
+        &self,
+        job: &J,
+        input: &Input<'_>,
+        opts: &RunOptions,
+        mut each: impl FnMut(J::Key, J::Out) -> Result<()>,
+    ) -> Result<Stats> {
+        if opts.top.is_some() {
+            return Err(Error::Config(
+                "a run that hands its output over key by key cannot select a top k".into(),
+            ));
+        }
+        let out = self.run_job(job, input, opts, Some(&mut each));
+        input.check_unchanged()?;
+        Ok(out?.stats)
+    }
+
+    /// [`Runtime::run_with`] (or [`Runtime::run_each`], with `each`),
+    /// before the input is checked.
     fn run_job<J: Job>(
         &self,
         job: &J,
         input: &Input<'_>,
         opts: &RunOptions,
+        mut each: Option<Each<'_, J>>,
     ) -> Result<Output<J::Key, J::Out>> {
         let start = Instant::now();
         let watch = opts.watch();
@@ -242,13 +275,25 @@ impl Runtime {
         stats.predicted_keys_per_worker = sample.prediction.as_ref().map(|p| p.keys_per_worker);
         stats.plan = plan.clone();
 
-        let runs = match plan.mode {
+        let reduced = match plan.mode {
             RunMode::Pipelined => {
-                self.pipelined(job, input, (&splits, sample), opts, &mut stats)?
+                Reduced::Runs(self.pipelined(job, input, (&splits, sample), opts, &mut stats)?)
             }
-            _ => self.barrier(job, input, (splits, sample), (&plan, opts), &mut stats)?,
+            _ => {
+                // A reborrow, for the barrier's lifetime only.
+                let each = each.as_deref_mut().map(|e| e as Each<'_, J>);
+                let how = (&plan, opts, each);
+                self.barrier(job, input, (splits, sample), how, &mut stats)?
+            }
         };
-        let pairs = self.merge(job, runs, (opts.top, watch), &mut stats)?;
+        let pairs = match reduced {
+            Reduced::Runs(runs) => self.merge(job, runs, (opts.top, watch), &mut stats, each)?,
+            Reduced::Handed(keys) => {
+                stats.distinct_keys = keys;
+                stats.output_pairs = keys;
+                Vec::new()
+            }
+        };
         stats.total_secs = secs(start.elapsed());
         trace_run(watch, start, &stats);
         Ok(Output { pairs, stats })
@@ -274,9 +319,9 @@ impl Runtime {
         job: &J,
         input: &Input<'_>,
         (splits, sample): (Vec<SplitRange>, Sample<J>),
-        (plan, opts): (&Plan, &RunOptions),
+        (plan, opts, each): (&Plan, &RunOptions, Option<Each<'_, J>>),
         stats: &mut Stats,
-    ) -> Result<Vec<Run<J>>> {
+    ) -> Result<Reduced<J>> {
         let keep = plan.container == ContainerKind::Hash && sample.kept.is_some();
         let (splits, kept) = match keep {
             true => {
@@ -311,6 +356,7 @@ impl Runtime {
             source,
             watch: opts.watch(),
             stats: &mut *stats,
+            each: each.map(|e| e as Each<'_, J>),
         };
         let runs = container::build(plan.container, (sizing, &combiner), kept, barrier)?;
         if keep {
@@ -372,27 +418,36 @@ impl Runtime {
         pipeline::run(&self.pool, job, work, &opts.pipeline, stats)
     }
 
-    /// Orders the runs into the output (or selects the top `k`).
+    /// Orders the runs into the output (or selects the top `k`); with
+    /// `each`, orders them by key and hands them over, returning nothing.
     fn merge<J: Job>(
         &self,
         job: &J,
         runs: Vec<Run<J>>,
         (top, watch): (Option<usize>, Watch<'_>),
         stats: &mut Stats,
+        each: Option<Each<'_, J>>,
     ) -> Result<Vec<(J::Key, J::Out)>> {
         let start = Instant::now();
         let _phase = watch.phase(Phase::Merge);
         stats.distinct_keys = runs.iter().map(Vec::len).sum::<usize>() as u64;
-        let cmp = |a: &(J::Key, J::Out), b: &(J::Key, J::Out)| {
-            job.order(a, b).then_with(|| a.0.cmp(&b.0))
+        let by_key = each.is_some();
+        let cmp = |a: &(J::Key, J::Out), b: &(J::Key, J::Out)| match by_key {
+            true => a.0.cmp(&b.0),
+            false => job.order(a, b).then_with(|| a.0.cmp(&b.0)),
         };
         let kind = stats.plan.merge;
-        let pairs = unwind::catch(Phase::Merge, || match top {
+        let mut pairs = unwind::catch(Phase::Merge, || match top {
             Some(k) => merge::top_k(&self.pool, runs, k, cmp),
             None => merge::merge(&self.pool, kind, runs, false, cmp),
         })?;
-        stats.merge_secs = secs(start.elapsed());
         stats.output_pairs = pairs.len() as u64;
+        if let Some(each) = each {
+            for (k, o) in pairs.drain(..) {
+                each(k, o)?;
+            }
+        }
+        stats.merge_secs = secs(start.elapsed());
         let args = Args {
             pairs: Some(stats.output_pairs),
             ..Args::default()

@@ -23,11 +23,11 @@ use crate::schedule::{map_source, Source};
 use crate::stats::{secs, Stats};
 use crate::trace::{Args, SpanKind, Track};
 use crate::unwind;
-use spill::{memory_stats, reduce_spilled, Spiller, Worker};
+use spill::{memory_stats, reduce_spilled, stream_spilled, Spiller, Worker};
 
 mod spill;
 
-pub(crate) use spill::Memory;
+pub(crate) use spill::{Each, Memory};
 
 /// Map output of at most this many entries (all workers) is reduced on the
 /// calling thread: waking the pool costs more than reducing a few thousand
@@ -38,6 +38,15 @@ const SMALL_REDUCE: usize = 1 << 12;
 
 /// One reduce partition's output.
 pub(crate) type Run<J> = Vec<(<J as Job>::Key, <J as Job>::Out)>;
+
+/// What a barrier run's reduce produced.
+pub(crate) enum Reduced<J: Job> {
+    /// The output of every partition, in partition order, for the merge.
+    Runs(Vec<Run<J>>),
+    /// This many keys, handed to the run's [`Each`] in key order (a run
+    /// that spilled, with somewhere to hand its output).
+    Handed(u64),
+}
 
 /// A barrier-mode map and reduce over one source: a [`Visit`] of the run's
 /// containers.
@@ -51,10 +60,12 @@ pub(crate) struct Barrier<'r, 'i, 'a, J: Job> {
     pub(crate) memory: Memory,
     pub(crate) watch: Watch<'r>,
     pub(crate) stats: &'r mut Stats,
+    /// Where the output goes when it is not collected.
+    pub(crate) each: Option<Each<'r, J>>,
 }
 
 impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
-    type Out = Result<Vec<Run<J>>>;
+    type Out = Result<Reduced<J>>;
 
     fn visit<C: Container<J::Key, J::Value, J::Combiner>>(
         self,
@@ -69,6 +80,7 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
             memory,
             watch,
             stats,
+            each,
         } = self;
         let map_start = Instant::now();
         let map_busy = Busy::new(pool);
@@ -102,12 +114,21 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
         let reduce_start = Instant::now();
         let phase = watch.phase(Phase::Reduce);
         let reduce_busy = Busy::new(pool);
-        let (runs, tasks) = match workers.iter().any(Worker::spilled) {
-            true => reduce_spilled(pool, (job, &spiller), workers, &reduce_busy)?,
-            false => {
+        let spilled = workers.iter().any(Worker::spilled);
+        let (reduced, tasks) = match (spilled, each) {
+            (true, Some(each)) => {
+                let (keys, tasks) = stream_spilled(pool, (job, &spiller), workers, each)?;
+                (Reduced::Handed(keys), tasks)
+            }
+            (true, None) => {
+                let (runs, tasks) = reduce_spilled(pool, (job, &spiller), workers, &reduce_busy)?;
+                (Reduced::Runs(runs), tasks)
+            }
+            (false, _) => {
                 let containers = workers.into_iter().map(|w| w.container.inner);
                 let how = (held, &reduce_busy, watch);
-                reduce(pool, (job, combiner), containers, how)?
+                let (runs, tasks) = reduce(pool, (job, combiner), containers, how)?;
+                (Reduced::Runs(runs), tasks)
             }
         };
         drop(phase);
@@ -120,7 +141,7 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
             pool.threads(),
             stats.map_secs + stats.reduce_secs,
         );
-        Ok(runs)
+        Ok(reduced)
     }
 }
 
@@ -183,6 +204,17 @@ impl<'p> Tasks<'p> {
     /// calling thread, if it is not one of the pool's, counts as worker
     /// 0) and traced on its track.
     fn run<T>(&self, p: usize, task: impl FnOnce() -> Result<Vec<T>>) -> Result<Vec<T>> {
+        self.traced(p, task, |run| run.len() as u64)
+    }
+
+    /// Runs reduce task `p` as [`Tasks::run`] does, for a task whose output
+    /// is `pairs(output)` pairs.
+    fn traced<R>(
+        &self,
+        p: usize,
+        task: impl FnOnce() -> Result<R>,
+        pairs: impl FnOnce(&R) -> u64,
+    ) -> Result<R> {
         let worker = self.pool.current_index();
         self.counts[worker.unwrap_or(0)].fetch_add(1, Relaxed);
         let start = self.watch.clock();
@@ -192,7 +224,7 @@ impl<'p> Tasks<'p> {
             let args = Args {
                 index: Some(p as u64),
                 bytes: None,
-                pairs: Some(run.len() as u64),
+                pairs: Some(pairs(run)),
             };
             self.watch
                 .span(track, SpanKind::Task(Phase::Reduce), start, args);

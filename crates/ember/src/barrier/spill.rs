@@ -35,6 +35,9 @@ pub(crate) struct Memory {
 /// What every map worker of a run shares for its budget checks.
 pub(crate) struct Spiller<'r, J: Job> {
     share: usize,
+    /// The budget less the input buffers: what a merge on one thread may
+    /// give its run readers.
+    merge_bytes: usize,
     budget: Budget,
     ledger: Ledger,
     dir: SpillDir,
@@ -52,6 +55,7 @@ impl<'r, J: Job> Spiller<'r, J> {
     ) -> Self {
         Spiller {
             share: memory.budget.share(memory.reserved, workers),
+            merge_bytes: memory.budget.bytes.saturating_sub(memory.reserved) as usize,
             budget: memory.budget,
             ledger: Ledger::new(workers),
             dir: SpillDir::under(memory.dir.clone()),
@@ -160,19 +164,22 @@ pub(crate) fn memory_stats<C, J: Job>(s: &Spiller<'_, J>, workers: &[Worker<C>])
 /// One partition of one container, taken out: (key, state) pairs.
 type Entries<J> = Vec<(<J as Job>::Key, StateOf<J>)>;
 
-/// Reduces a run in which some worker spilled: partition `p` is the merge
-/// of `p`'s runs on disk and what every container still holds of `p`, one
-/// task per partition. Returns the runs in partition order and the tasks
-/// each worker ran.
-pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
-    pool: &Pool,
-    (job, s): (&J, &Spiller<'_, J>),
+/// Where a run hands its output when it does not collect it: called once
+/// per key, in key order.
+pub(crate) type Each<'e, J> = &'e mut dyn FnMut(<J as Job>::Key, <J as Job>::Out) -> Result<()>;
+
+/// What the containers of a run still hold, by partition
+/// (`columns[p][w]`: partition `p` of worker `w`).
+type Columns<J> = Vec<Vec<Entries<J>>>;
+
+/// Everything the workers of a spilled run hold, taken out for the merge:
+/// their finished spill files, and what each container still holds.
+fn take_out<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
+    s: &Spiller<'_, J>,
     workers: Vec<Worker<C>>,
-    busy: &Busy<'_>,
-) -> Result<(Vec<Run<J>>, Vec<u64>)> {
-    let codec = s.codec.expect("only a job with a codec spills");
+) -> Result<(Vec<Spilled>, Columns<J>)> {
     let mut files: Vec<Spilled> = Vec::new();
-    let mut columns: Vec<Vec<Entries<J>>> = Vec::new();
+    let mut columns: Columns<J> = Vec::new();
     for mut w in workers {
         if let Some(writer) = w.writer.take() {
             files.push(writer.finish()?);
@@ -184,6 +191,27 @@ pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
             columns[p].push(part);
         }
     }
+    Ok((files, columns))
+}
+
+/// A merge source of entries still in memory: sorted by key.
+fn in_memory<'f, K: Ord, S>(mut part: Vec<(K, S)>) -> Source<'f, K, S> {
+    part.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Source::Memory(part.into_iter())
+}
+
+/// Reduces a run in which some worker spilled: partition `p` is the merge
+/// of `p`'s runs on disk and what every container still holds of `p`, one
+/// task per partition. Returns the runs in partition order and the tasks
+/// each worker ran.
+pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
+    pool: &Pool,
+    (job, s): (&J, &Spiller<'_, J>),
+    workers: Vec<Worker<C>>,
+    busy: &Busy<'_>,
+) -> Result<(Vec<Run<J>>, Vec<u64>)> {
+    let codec = s.codec.expect("only a job with a codec spills");
+    let (files, columns) = take_out(s, workers)?;
     let tasks = Tasks::new(pool, s.watch);
     let task = |(p, parts): (usize, Vec<Entries<J>>)| {
         let runs: usize = files.iter().map(|f| f.count(p)).sum();
@@ -193,10 +221,7 @@ pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
             .flat_map(|f| f.runs_of(p, codec, buffer))
             .map(Source::Disk)
             .collect();
-        sources.extend(parts.into_iter().map(|mut part| {
-            part.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            Source::Memory(part.into_iter())
-        }));
+        sources.extend(parts.into_iter().map(in_memory));
         tasks.run(p, || {
             let mut out = Vec::new();
             let combiner = s.combiner;
@@ -204,6 +229,7 @@ pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
             let reduce = |k: J::Key, st| {
                 let o = combiner.finish(st, |r| job.reduce(&k, r));
                 out.push((k, o));
+                Ok(())
             };
             let merge = || spill::merge(sources, join, reduce);
             unwind::catch(Phase::Reduce, || busy.time(merge))??;
@@ -214,4 +240,44 @@ pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
         pool.install(|| columns.into_par_iter().enumerate().map(task).collect());
     let runs = runs.into_iter().collect::<Result<Vec<_>>>()?;
     Ok((runs, tasks.counts()))
+}
+
+/// Reduces a run in which some worker spilled straight into `each`: one
+/// merge, on the calling thread, of every partition's runs on disk and of
+/// what every container still holds, so that each key is reduced and
+/// handed over in key order and no output is held in memory. Returns the
+/// keys handed over and the tasks each worker ran (the one merge counts
+/// as worker 0's).
+pub(crate) fn stream_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
+    pool: &Pool,
+    (job, s): (&J, &Spiller<'_, J>),
+    workers: Vec<Worker<C>>,
+    each: Each<'_, J>,
+) -> Result<(u64, Vec<u64>)> {
+    let codec = s.codec.expect("only a job with a codec spills");
+    let (files, columns) = take_out(s, workers)?;
+    let runs: usize = files.iter().map(Spilled::total).sum();
+    let buffer = spill::read_buffer(s.merge_bytes, runs);
+    let mut sources: Vec<Source<'_, _, _>> = files
+        .iter()
+        .flat_map(|f| f.all_runs(codec, buffer))
+        .map(Source::Disk)
+        .collect();
+    let parts = columns.into_iter().flatten().filter(|p| !p.is_empty());
+    sources.extend(parts.map(in_memory));
+    let tasks = Tasks::new(pool, s.watch);
+    let merge = || {
+        let mut keys = 0u64;
+        let combiner = s.combiner;
+        let join = |a: &mut StateOf<J>, b| combiner.merge(a, b);
+        let hand = |k: J::Key, st| {
+            keys += 1;
+            let o = combiner.finish(st, |r| job.reduce(&k, r));
+            each(k, o)
+        };
+        unwind::catch(Phase::Reduce, || spill::merge(sources, join, hand))??;
+        Ok(keys)
+    };
+    let keys = tasks.traced(0, merge, |&keys| keys)?;
+    Ok((keys, tasks.counts()))
 }

@@ -297,20 +297,40 @@ impl Spilled {
         self.runs
             .iter()
             .filter(move |r| r.partition == p)
-            .map(move |r| RunReader {
-                spilled: self,
-                codec,
-                at: r.start,
-                end: r.start + r.len,
-                buf: Vec::with_capacity(buffer),
-                pos: 0,
-                buffer,
-            })
+            .map(move |r| self.reader(r, codec, buffer))
+    }
+
+    /// Readers of every run, of every partition, each with a buffer of
+    /// `buffer` bytes.
+    pub(crate) fn all_runs<K, S>(
+        &self,
+        codec: Codec<K, S>,
+        buffer: usize,
+    ) -> impl Iterator<Item = RunReader<'_, K, S>> {
+        self.runs.iter().map(move |r| self.reader(r, codec, buffer))
+    }
+
+    /// A reader of run `r`.
+    fn reader<K, S>(&self, r: &RunAt, codec: Codec<K, S>, buffer: usize) -> RunReader<'_, K, S> {
+        RunReader {
+            spilled: self,
+            codec,
+            at: r.start,
+            end: r.start + r.len,
+            buf: Vec::with_capacity(buffer),
+            pos: 0,
+            buffer,
+        }
     }
 
     /// Runs of partition `p`.
     pub(crate) fn count(&self, p: usize) -> usize {
         self.runs.iter().filter(|r| r.partition == p).count()
+    }
+
+    /// Runs of every partition.
+    pub(crate) fn total(&self) -> usize {
+        self.runs.len()
     }
 }
 
@@ -435,11 +455,12 @@ impl<K: Ord, S> PartialEq for Head<K, S> {
 impl<K: Ord, S> Eq for Head<K, S> {}
 
 /// Merges sorted sources in one pass: calls `out` once per key, in key
-/// order, with the states of every source for that key joined by `join`.
+/// order, with the states of every source for that key joined by `join`;
+/// stops at the first error `out` returns.
 pub(crate) fn merge<K: Ord, S>(
     mut sources: Vec<Source<'_, K, S>>,
     join: impl Fn(&mut S, S),
-    mut out: impl FnMut(K, S),
+    mut out: impl FnMut(K, S) -> Result<()>,
 ) -> Result<()> {
     let n = sources.len();
     let mut heads = BinaryHeap::with_capacity(n);
@@ -464,7 +485,7 @@ pub(crate) fn merge<K: Ord, S>(
             refill(&mut heads, h.source)?;
             join(&mut state, h.state);
         }
-        out(key, state);
+        out(key, state)?;
     }
     Ok(())
 }
@@ -548,6 +569,7 @@ mod tests {
                     assert!(last < Some(k), "keys in order, once each");
                     last = Some(k);
                     got.insert(k, v);
+                    Ok(())
                 }).unwrap();
             }
             prop_assert_eq!(got, want);
@@ -565,7 +587,7 @@ mod tests {
         let path = spill_dir.path().unwrap().join("worker-3.runs");
         std::fs::write(&path, [200u8, 1]).unwrap();
         let sources = spilled.runs_of(0, codec, 16).map(Source::Disk).collect();
-        let err = merge(sources, |a, b| *a += b, |_, _| {}).unwrap_err();
+        let err = merge(sources, |a, b| *a += b, |_, _| Ok(())).unwrap_err();
         assert!(err.to_string().contains("worker-3.runs"), "{err}");
     }
 
