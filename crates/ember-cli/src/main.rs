@@ -81,6 +81,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // An isolated map worker (`ember stream job --isolate`) runs its split
+    // and exits here.
+    ember::isolate::worker_hook(&ember_apps::stream::registry());
     common::die_on_broken_pipe();
     common::quiet_worker_panics();
     let cli = Cli::parse();

@@ -64,6 +64,7 @@ pub(crate) fn on_signals() -> Result<()> {
                 }
                 ember::spill::remove_live_dirs();
                 crate::stream::kill_children();
+                ember::isolate::kill_workers();
                 eprintln!("ember: interrupted");
                 std::process::exit(128 + sig);
             }

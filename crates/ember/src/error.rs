@@ -129,6 +129,63 @@ pub enum Error {
         /// The limit, in bytes.
         limit: u64,
     },
+    /// An isolated map worker process died on a split, on every attempt
+    /// ([`isolate`](crate::isolate)).
+    #[error(
+        "the map worker of '{}' bytes {start}..{end} {death} (attempts: {attempts})",
+        path.display()
+    )]
+    WorkerDied {
+        /// The split's file.
+        path: PathBuf,
+        /// The split's first byte.
+        start: u64,
+        /// The byte after the split's last.
+        end: u64,
+        /// How the last attempt's worker died.
+        death: Death,
+        /// The attempts made.
+        attempts: u32,
+    },
+}
+
+/// How a worker process died, for [`Error::WorkerDied`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Death {
+    /// Killed by this signal.
+    Signal(i32),
+    /// Exited with this status, which is not a worker's.
+    Status(i32),
+}
+
+impl fmt::Display for Death {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Death::Signal(sig) => match signal_name(sig) {
+                Some(name) => write!(f, "was killed by signal {sig} ({name})"),
+                None => write!(f, "was killed by signal {sig}"),
+            },
+            Death::Status(code) => write!(f, "exited with status {code}"),
+        }
+    }
+}
+
+/// The names of the signals that end a crashing or killed process.
+fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => return None,
+    })
 }
 
 impl Error {

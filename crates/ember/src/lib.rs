@@ -51,6 +51,7 @@ mod error;
 mod guard;
 mod ingest;
 mod input;
+pub mod isolate;
 mod job;
 mod key;
 mod memory;
@@ -72,7 +73,7 @@ pub mod trace;
 mod unwind;
 
 pub use combine::{Combiner, KeepAll, Max, Min, Sum};
-pub use error::{Error, Phase, Result};
+pub use error::{Death, Error, Phase, Result};
 pub use input::Input;
 pub use job::{
     ContainerKind, Emit, Job, KeyHint, Malformed, MapOnlyJob, MapResult, Records, Split,

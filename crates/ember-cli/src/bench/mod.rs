@@ -17,6 +17,7 @@ mod harness;
 mod histogram;
 mod ingest;
 mod inverted_index;
+mod isolate;
 mod kmeans;
 mod linear_regression;
 mod machine;
@@ -73,6 +74,9 @@ pub(crate) enum Bench {
     /// Word count and inverted index spilling under a memory limit vs
     /// unlimited vs reading and writing the input once.
     Spill(spill::Args),
+    /// Word count and inverted index with every split mapped in a worker
+    /// process (`ember stream job --isolate`) vs in threads.
+    Isolate(isolate::Args),
     /// Per-node split queues vs one queue (simulated nodes, or the
     /// machine's with --machine): time, steals and locality hit rate.
     Numa(numa::Args),
@@ -105,6 +109,7 @@ fn run_one(b: Bench) -> Result<()> {
         Bench::MatrixMultiply(a) => matrix_multiply::run(a),
         Bench::Pipeline(a) => pipeline::run(a),
         Bench::Spill(a) => spill::run(a),
+        Bench::Isolate(a) => isolate::run(a),
         Bench::Numa(a) => numa::run(a),
     }
 }

@@ -9,6 +9,7 @@ use ember::stream::Role;
 
 use crate::common::RunArgs;
 
+mod job;
 mod run;
 
 pub(crate) use run::kill_children;
@@ -32,6 +33,10 @@ pub(crate) enum Stream {
     /// one mapper process per split, sort and partition its
     /// `key<TAB>value` lines by key, one reducer process per partition.
     Run(run::Args),
+    /// Run a built-in job over files in this process, or with --isolate
+    /// each split mapped in a worker process of its own (a crash is
+    /// retried, then named); `key<TAB>output` lines on standard output.
+    Job(job::Args),
 }
 
 /// `ember stream map`.
@@ -77,6 +82,7 @@ pub(crate) fn run(cmd: Stream) -> Result<()> {
             }
         }
         Stream::Run(a) => run::run(a)?,
+        Stream::Job(a) => job::run(a, &registry)?,
     }
     Ok(())
 }

@@ -1,0 +1,223 @@
+//! Starting a worker process with its channel, and reaping it with what it
+//! cost.
+//!
+//! Every running worker is listed in [`LIVE`] until it is reaped, so that
+//! [`kill_workers`] (a signal handler's cleanup) can kill it. A worker is
+//! struck off the list only once it has exited and before it is reaped, so
+//! a pid that is killed is never one the system has handed to another
+//! process.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+
+use super::splits::Split;
+use super::worker::{ATTEMPT_ENV, PROTOCOL, WORKER_ENV};
+use crate::error::{Death, Error, Result};
+
+/// The pids of the workers not yet reaped.
+static LIVE: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+
+fn live() -> MutexGuard<'static, Vec<libc::pid_t>> {
+    // A panic while the list was held leaves it valid (a push or a remove).
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Kills (SIGKILL) every isolated worker of this process: for a signal
+/// handler that is about to exit (the workers would die with the process
+/// anyway, `PR_SET_PDEATHSIG`; this is sooner).
+pub fn kill_workers() {
+    for &pid in live().iter() {
+        // SAFETY: `kill` has no memory-safety preconditions; the pid is a
+        // child not yet reaped (see the module doc).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// What every worker of a run is started with.
+pub(super) struct Launch {
+    /// The program to execute: this one.
+    pub(super) program: PathBuf,
+    /// The job's name and arguments.
+    pub(super) job: String,
+    pub(super) args: Vec<String>,
+}
+
+/// A worker's output: a memfd, shared memory that grows as the worker
+/// writes it and is freed when its last descriptor closes.
+pub(super) struct Channel(File);
+
+/// A channel's contents, mapped.
+pub(super) enum Contents {
+    Empty,
+    Mapped(memmap2::Mmap),
+}
+
+impl std::ops::Deref for Contents {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Contents::Empty => &[],
+            Contents::Mapped(m) => m,
+        }
+    }
+}
+
+impl Channel {
+    fn new() -> io::Result<Channel> {
+        // SAFETY: the name is a NUL-terminated string; the call has no
+        // other preconditions.
+        let fd = unsafe { libc::memfd_create(c"ember-channel".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nothing else.
+        Ok(Channel(File::from(unsafe { OwnedFd::from_raw_fd(fd) })))
+    }
+
+    /// The channel's contents, once its worker has exited.
+    pub(super) fn map(&self) -> Result<Contents> {
+        let len = self
+            .0
+            .metadata()
+            .map_err(|e| Error::io("<channel>", e))?
+            .len();
+        if len == 0 {
+            return Ok(Contents::Empty);
+        }
+        // SAFETY: the only writer, the worker, has exited; this process
+        // never writes the channel.
+        let map = unsafe { memmap2::Mmap::map(&self.0) }.map_err(|e| Error::io("<channel>", e))?;
+        Ok(Contents::Mapped(map))
+    }
+
+    /// The channel's contents as text (a failed job's message).
+    pub(super) fn text(&self) -> String {
+        match self.map() {
+            Ok(contents) => String::from_utf8_lossy(&contents).into_owned(),
+            Err(e) => e.to_string(),
+        }
+    }
+}
+
+/// A started worker.
+pub(super) struct Worker {
+    pub(super) pid: libc::pid_t,
+    pub(super) channel: Channel,
+}
+
+/// Starts a worker on `split` (its `attempt`-th try).
+pub(super) fn start(launch: &Launch, split: &Split, attempt: u32) -> Result<Worker> {
+    let channel = Channel::new().map_err(|e| Error::io("<memfd>", e))?;
+    let fd = channel.0.as_raw_fd();
+    // SAFETY: `getpid` has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    let mut command = Command::new(&launch.program);
+    command
+        .arg(&launch.job)
+        .arg(&split.path)
+        .args([split.start, split.end, fd as u64].map(|n| n.to_string()))
+        .args(&launch.args)
+        .env(WORKER_ENV, PROTOCOL)
+        .env(ATTEMPT_ENV, attempt.to_string())
+        .env("mapreduce_map_input_file", &split.path)
+        .env("mapreduce_map_input_start", split.start.to_string())
+        .env(
+            "mapreduce_map_input_length",
+            (split.end - split.start).to_string(),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    // SAFETY: the closure only makes async-signal-safe calls (prctl,
+    // getppid, fcntl) and allocates nothing.
+    unsafe { command.pre_exec(move || in_child(parent, fd)) };
+    let mut live = live();
+    let child = command.spawn().map_err(|e| Error::io(&launch.program, e))?;
+    let pid = child.id() as libc::pid_t;
+    live.push(pid);
+    Ok(Worker { pid, channel })
+}
+
+/// In the forked child, before it executes the program: die with the
+/// parent, and keep the channel `fd` open across `exec` (under the number
+/// it has in the parent, which no other descriptor of the child has).
+fn in_child(parent: libc::pid_t, fd: libc::c_int) -> io::Result<()> {
+    // SAFETY: these calls have no memory-safety preconditions.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // The parent may have died before the line above.
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
+        if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Waits until worker `pid` has exited, without reaping it (so its pid is
+/// not reused while it is listed in [`LIVE`]).
+pub(super) fn wait_exited(pid: libc::pid_t) {
+    loop {
+        // SAFETY: `info` is a valid siginfo_t to write to.
+        let done = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if done == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
+/// How a worker ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Exit {
+    /// Status 0.
+    Mapped,
+    /// Status [`super::worker::JOB_FAILED`]: the job's error is in the
+    /// channel.
+    JobFailed,
+    /// Anything else.
+    Died(Death),
+}
+
+/// Reaps worker `pid` (killing it first if `kill`), striking it off the
+/// live list: how it ended and its resource usage.
+pub(super) fn reap(pid: libc::pid_t, kill: bool) -> (Exit, libc::rusage) {
+    if kill {
+        // SAFETY: no memory-safety preconditions; `pid` is not yet reaped.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    wait_exited(pid);
+    live().retain(|&p| p != pid);
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; the pointers are to locals.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    while unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } < 0
+        && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+    {}
+    let exit = if libc::WIFSIGNALED(status) {
+        Exit::Died(Death::Signal(libc::WTERMSIG(status)))
+    } else {
+        match libc::WEXITSTATUS(status) {
+            0 => Exit::Mapped,
+            super::worker::JOB_FAILED => Exit::JobFailed,
+            code => Exit::Died(Death::Status(code)),
+        }
+    };
+    (exit, usage)
+}

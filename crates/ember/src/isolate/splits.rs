@@ -1,0 +1,113 @@
+//! Cutting files into splits at line boundaries, for [`super::run`].
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::Options;
+use crate::error::{Error, Result};
+
+/// Splits a worker should get, on average, so that the last ones end
+/// evenly.
+const SPLITS_PER_WORKER: u64 = 4;
+/// The default split size's bounds: a process per split must be worth its
+/// start.
+const MIN_SPLIT: u64 = 1 << 20;
+const MAX_SPLIT: u64 = 64 << 20;
+/// Bytes read at a time while looking for a split's end.
+const PROBE: usize = 64 << 10;
+
+/// A byte range of a file that starts at the start of a line and ends after
+/// a newline (or at the end of the file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Split {
+    pub(super) path: PathBuf,
+    pub(super) start: u64,
+    pub(super) end: u64,
+}
+
+/// `files` cut into splits of about the options' size, each ending at the
+/// first newline at or after its target end; empty files have none.
+pub(super) fn cut(files: &[PathBuf], opts: &Options) -> Result<Vec<Split>> {
+    let mut sized = Vec::with_capacity(files.len());
+    for path in files {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        if meta.is_dir() {
+            return Err(Error::IsDirectory { path: path.clone() });
+        }
+        sized.push((path, file, meta.len()));
+    }
+    let total: u64 = sized.iter().map(|(_, _, len)| len).sum();
+    let size = opts.split_size.unwrap_or_else(|| {
+        (total / (opts.workers as u64 * SPLITS_PER_WORKER)).clamp(MIN_SPLIT, MAX_SPLIT)
+    });
+    if size == 0 {
+        return Err(Error::Config("split size must be at least 1 byte".into()));
+    }
+    let mut splits = Vec::new();
+    for (path, file, len) in sized {
+        let mut start = 0;
+        while start < len {
+            let end = match start.saturating_add(size) {
+                target if target >= len => len,
+                target => line_end(path, &file, target - 1, len)?,
+            };
+            splits.push(Split {
+                path: path.clone(),
+                start,
+                end,
+            });
+            start = end;
+        }
+    }
+    Ok(splits)
+}
+
+/// Where the line holding byte `from` ends: after its newline, or `len`.
+fn line_end(path: &Path, file: &File, mut from: u64, len: u64) -> Result<u64> {
+    let mut buf = vec![0; PROBE];
+    while from < len {
+        let n = file
+            .read_at(&mut buf, from)
+            .map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
+            return Ok(from + i as u64 + 1);
+        }
+        from += n as u64;
+    }
+    Ok(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_end_after_a_newline_and_cover_every_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        std::fs::write(&a, b"one\ntwo three\n\nfour\nlast line no newline").unwrap();
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, b"").unwrap();
+        for size in 1..12 {
+            let opts = Options {
+                split_size: Some(size),
+                ..Options::default()
+            };
+            let splits = cut(&[a.clone(), empty.clone()], &opts).unwrap();
+            let text = std::fs::read(&a).unwrap();
+            let mut at = 0;
+            for s in &splits {
+                assert_eq!((&s.path, s.start), (&a, at), "size {size}");
+                assert!(s.end > s.start);
+                assert!(s.end == text.len() as u64 || text[s.end as usize - 1] == b'\n');
+                at = s.end;
+            }
+            assert_eq!(at, text.len() as u64);
+        }
+    }
+}

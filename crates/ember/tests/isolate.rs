@@ -1,0 +1,418 @@
+//! Isolated map workers ([`ember::isolate`]) against the plain run, and
+//! their faults: a worker that segfaults, aborts or is SIGKILLed is retried
+//! or named in the error; no worker process and no channel outlive a run,
+//! nor a parent killed by SIGTERM.
+//!
+//! This test has its own `main` (`harness = false`): it is also the
+//! workers' program, so it calls `worker_hook` first, as a user's `main`
+//! does. The faulty job exists only in this test's registry.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use ember::isolate::{self, Options, Report, ATTEMPT_ENV};
+use ember::stream::{Folding, Registry};
+use ember::{
+    Bytes, Death, Emit, Error, Input, Job, Malformed, MapResult, RunOptions, Runtime, Split, Sum,
+};
+
+/// Set in the environment of this test re-executed as a parent whose
+/// isolated run hangs, for the SIGTERM test.
+const PARENT_ENV: &str = "EMBER_ISOLATE_TEST_PARENT";
+
+/// What the faulty job does on its chosen split.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// Writes through a wild pointer (SIGSEGV).
+    Segv,
+    /// Calls `abort` (SIGABRT).
+    Abort,
+    /// Sleeps a minute before mapping, to be killed meanwhile.
+    Hang,
+    /// Returns a malformed-record error.
+    Malformed,
+}
+
+/// Counts whitespace-separated words; with a fault, strikes first.
+struct Words(Option<Fault>);
+
+impl Job for Words {
+    type Key = Bytes;
+    type Value = u64;
+    type Combiner = Sum;
+    type Out = u64;
+
+    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
+        match self.0 {
+            None => {}
+            Some(Fault::Segv) => {
+                let wild = 16usize as *mut u8;
+                // SAFETY: none: this crashes the worker on purpose.
+                unsafe { wild.write_volatile(1) };
+            }
+            // SAFETY: `abort` has no preconditions.
+            Some(Fault::Abort) => unsafe { libc::abort() },
+            Some(Fault::Hang) => std::thread::sleep(Duration::from_secs(60)),
+            Some(Fault::Malformed) => return Err(Malformed::new(0, "a bad record")),
+        }
+        for word in split.data.split(u8::is_ascii_whitespace) {
+            if !word.is_empty() {
+                emit.emit(word, 1);
+            }
+        }
+        Ok(())
+    }
+    fn reduce(&self, _word: &Bytes, n: u64) -> u64 {
+        n
+    }
+}
+
+/// `words`, and `faulty HOW FILE [transient]`: words, but the worker of the
+/// split at the start of the file named FILE strikes with fault HOW (on
+/// its first attempt only if `transient`).
+fn registry() -> Registry {
+    let mut registry = Registry::new();
+    registry.register("words", "count words", |_| {
+        Ok(Box::new(Folding(Words(None))))
+    });
+    registry.register("faulty", "count words, with a fault", |args| {
+        let how = match args.first().map(String::as_str) {
+            Some("segv") => Fault::Segv,
+            Some("abort") => Fault::Abort,
+            Some("hang") => Fault::Hang,
+            Some("malformed") => Fault::Malformed,
+            _ => return Err("expected segv|abort|hang|malformed FILE [transient]".into()),
+        };
+        let file = args.get(1).ok_or("no file")?;
+        let env = |name: &str| std::env::var(name).unwrap_or_default();
+        let chosen = env("mapreduce_map_input_file").ends_with(file.as_str())
+            && env("mapreduce_map_input_start") == "0"
+            && (args.get(2).is_none() || env(ATTEMPT_ENV) == "0");
+        Ok(Box::new(Folding(Words(chosen.then_some(how)))))
+    });
+    registry
+}
+
+fn main() {
+    isolate::worker_hook(&registry());
+    if let Some(dir) = std::env::var_os(PARENT_ENV) {
+        let files = inputs(Path::new(&dir));
+        let args = ["hang".to_string(), "a.txt".to_string()];
+        let _ = run(&args, &files, 2, Some(4 << 10), 1);
+        return;
+    }
+    let tests: [(&str, fn()); 6] = [
+        (
+            "isolated_output_is_the_plain_output",
+            isolated_output_is_the_plain_output,
+        ),
+        ("a_transient_crash_is_retried", a_transient_crash_is_retried),
+        (
+            "a_permanent_crash_names_the_split",
+            a_permanent_crash_names_the_split,
+        ),
+        ("a_job_error_is_not_retried", a_job_error_is_not_retried),
+        (
+            "a_worker_killed_mid_run_is_retried",
+            a_worker_killed_mid_run_is_retried,
+        ),
+        (
+            "a_killed_parent_leaves_no_worker",
+            a_killed_parent_leaves_no_worker,
+        ),
+    ];
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    for (name, test) in tests {
+        if filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str())) {
+            test();
+            println!("test {name} ... ok");
+        }
+    }
+}
+
+/// Writes the inputs into `dir` (if not there yet): text with repeated
+/// words, a file without a final newline, an empty file.
+fn inputs(dir: &Path) -> Vec<PathBuf> {
+    let names = ["a.txt", "b.txt", "empty.txt"];
+    let files: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
+    if !files[0].exists() {
+        let mut text = String::new();
+        let mut x: u64 = 7;
+        for i in 0..40_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            text.push_str(&format!("w{}", (x >> 33) % 997));
+            text.push(if i % 9 == 8 { '\n' } else { ' ' });
+        }
+        std::fs::write(&files[0], text).unwrap();
+        std::fs::write(&files[1], "last words\nno newline at the end").unwrap();
+        std::fs::write(&files[2], "").unwrap();
+    }
+    files
+}
+
+/// The job `args[0]` of [`registry`] run isolated.
+fn run(
+    args: &[String],
+    files: &[PathBuf],
+    workers: usize,
+    split_size: Option<u64>,
+    retries: u32,
+) -> ember::Result<(String, Report)> {
+    let opts = Options {
+        workers,
+        retries,
+        split_size,
+    };
+    let mut out = Vec::new();
+    let (name, job_args) = if args[0] == "words" {
+        ("words", &args[1..])
+    } else {
+        ("faulty", args)
+    };
+    let report = isolate::run(&registry(), name, job_args, files, &opts, &mut out)?;
+    Ok((String::from_utf8(out).unwrap(), report))
+}
+
+/// `words` run on `threads` threads in this process, mapped and reduced.
+fn plain(files: &[PathBuf], threads: usize) -> String {
+    let job = registry().job("words", &[]).unwrap();
+    let runtime = Runtime::builder().threads(threads).build().unwrap();
+    let input = Input::files(files).unwrap();
+    let mut mapped = Vec::new();
+    job.map(&runtime, &input, &RunOptions::default(), &mut mapped)
+        .unwrap();
+    let mut out = Vec::new();
+    job.reduce("map output", &mut &mapped[..], &mut out)
+        .unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// What a run could leave behind: this process's children (running or
+/// not reaped), its channel descriptors, the files in /dev/shm.
+#[derive(Debug, PartialEq)]
+struct Leftovers {
+    children: Vec<u32>,
+    channels: usize,
+    shm: Vec<PathBuf>,
+}
+
+fn leftovers() -> Leftovers {
+    let me = std::process::id();
+    let children = processes()
+        .into_iter()
+        .filter(|&(_, parent)| parent == me)
+        .map(|(p, _)| p);
+    let channels = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy().contains("memfd:ember-channel"))
+        .count();
+    let mut shm: Vec<PathBuf> = std::fs::read_dir("/dev/shm")
+        .map(|d| d.filter_map(|e| Some(e.ok()?.path())).collect())
+        .unwrap_or_default();
+    shm.sort();
+    Leftovers {
+        children: children.collect(),
+        channels,
+        shm,
+    }
+}
+
+/// Every process's pid and parent pid.
+fn processes() -> Vec<(u32, u32)> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Some(parent) = stat_field(pid, 1).and_then(|p| p.parse().ok()) {
+            all.push((pid, parent));
+        }
+    }
+    all
+}
+
+/// Field `i` after the command name of /proc/PID/stat (0: the state, 1:
+/// the parent's pid).
+fn stat_field(pid: u32, i: usize) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 2..];
+    after_name.split(' ').nth(i).map(str::to_owned)
+}
+
+/// Runs `f`, checking that it leaves nothing behind.
+fn clean<T>(f: impl FnOnce() -> T) -> T {
+    let before = leftovers();
+    assert!(before.children.is_empty(), "{before:?}");
+    let result = f();
+    assert_eq!(
+        leftovers(),
+        before,
+        "a run left processes, channels or shared memory"
+    );
+    result
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+fn isolated_output_is_the_plain_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    for workers in [1, 2, 4] {
+        let want = plain(&files, workers);
+        assert!(want.lines().count() > 900, "{want}");
+        for split in [Some(997), Some(16 << 10), None] {
+            let (got, report) =
+                clean(|| run(&strings(&["words"]), &files, workers, split, 1)).unwrap();
+            assert_eq!(got, want, "{workers} workers, splits of {split:?}");
+            assert_eq!(report.workers.len(), report.splits);
+            assert_eq!(report.retries(), 0);
+            assert!(report
+                .workers
+                .iter()
+                .all(|w| w.death.is_none() && w.peak_rss_kib > 0));
+        }
+    }
+}
+
+fn a_transient_crash_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    let want = plain(&files, 2);
+    for (how, signal) in [("segv", libc::SIGSEGV), ("abort", libc::SIGABRT)] {
+        let args = strings(&[how, "a.txt", "transient"]);
+        let (got, report) = clean(|| run(&args, &files, 2, Some(8 << 10), 1)).unwrap();
+        assert_eq!(got, want, "{how}");
+        assert_eq!(report.retries(), 1, "{how}");
+        let deaths: Vec<_> = report.workers.iter().filter_map(|w| w.death).collect();
+        assert_eq!(deaths, [Death::Signal(signal)], "{how}");
+    }
+}
+
+fn a_permanent_crash_names_the_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    for retries in [0, 2] {
+        let args = strings(&["segv", "a.txt"]);
+        let err = clean(|| run(&args, &files, 2, Some(8 << 10), retries)).unwrap_err();
+        let Error::WorkerDied {
+            path,
+            start,
+            end,
+            death,
+            attempts,
+        } = &err
+        else {
+            panic!("{err}");
+        };
+        assert_eq!((path, *start), (&files[0], 0));
+        assert!(*end > 8 << 10 && *end < 9 << 10, "{err}");
+        assert_eq!(
+            (*death, *attempts),
+            (Death::Signal(libc::SIGSEGV), retries + 1)
+        );
+        let message = err.to_string();
+        assert!(
+            message.contains("a.txt' bytes 0..") && message.contains("SIGSEGV"),
+            "{message}"
+        );
+    }
+}
+
+fn a_job_error_is_not_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    let args = strings(&["malformed", "b.txt"]);
+    let err = clean(|| run(&args, &files, 2, Some(8 << 10), 1)).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("b.txt' bytes 0..") && message.contains("a bad record"),
+        "{message}"
+    );
+}
+
+/// The worker of `dir`'s a.txt's first split, a child of `parent`, once it
+/// runs (it hangs there).
+fn hanging_worker(parent: u32, dir: &Path) -> u32 {
+    let wanted = [
+        format!("mapreduce_map_input_file={}", dir.join("a.txt").display()),
+        "mapreduce_map_input_start=0".to_string(),
+    ];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        for (pid, _) in processes().into_iter().filter(|&(_, p)| p == parent) {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let env: Vec<&[u8]> = env.split(|&b| b == 0).collect();
+            if wanted.iter().all(|w| env.contains(&w.as_bytes())) {
+                return pid;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("no worker maps a.txt's first split");
+}
+
+fn a_worker_killed_mid_run_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    let want = plain(&files, 2);
+    let (got, report) = clean(|| {
+        std::thread::scope(|s| {
+            let run = s.spawn(|| {
+                run(
+                    &strings(&["hang", "a.txt", "transient"]),
+                    &files,
+                    2,
+                    Some(8 << 10),
+                    1,
+                )
+            });
+            let pid = hanging_worker(std::process::id(), dir.path());
+            // SAFETY: `kill` has no memory-safety preconditions.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            run.join().unwrap()
+        })
+    })
+    .unwrap();
+    assert_eq!(got, want);
+    let deaths: Vec<_> = report.workers.iter().filter_map(|w| w.death).collect();
+    assert_eq!(deaths, [Death::Signal(libc::SIGKILL)]);
+}
+
+fn a_killed_parent_leaves_no_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    inputs(dir.path());
+    let mut parent = Command::new(std::env::current_exe().unwrap())
+        .env(PARENT_ENV, dir.path())
+        .spawn()
+        .unwrap();
+    let hanging = hanging_worker(parent.id(), dir.path());
+    let workers: Vec<u32> = processes()
+        .into_iter()
+        .filter(|&(_, p)| p == parent.id())
+        .map(|(w, _)| w)
+        .collect();
+    assert!(workers.contains(&hanging));
+    // SAFETY: `kill` has no memory-safety preconditions.
+    unsafe { libc::kill(parent.id() as i32, libc::SIGTERM) };
+    let status = parent.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM)
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let alive = |pid: &u32| stat_field(*pid, 0).is_some_and(|state| state != "Z");
+    while workers.iter().any(alive) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let alive: Vec<&u32> = workers.iter().filter(|w| alive(w)).collect();
+    assert!(alive.is_empty(), "workers {alive:?} outlived their parent");
+}
