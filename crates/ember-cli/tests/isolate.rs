@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 
 use support::ember;
 
-/// `ember stream job ARGS`: its standard output, or a panic with its
-/// standard error.
-fn job(args: &[&str], files: &[PathBuf], job_args: &[&str]) -> String {
+/// `ember stream job ARGS`: its standard output (sort's is binary
+/// records), or a panic with its standard error.
+fn job(args: &[&str], files: &[PathBuf], job_args: &[&str]) -> Vec<u8> {
     let out = ember()
         .args(["stream", "job"])
         .args(args)
@@ -23,7 +23,7 @@ fn job(args: &[&str], files: &[PathBuf], job_args: &[&str]) -> String {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{args:?}: {stderr}");
-    String::from_utf8(out.stdout).unwrap()
+    out.stdout
 }
 
 /// Text with non-ASCII and invalid UTF-8 bytes, a file without a final
@@ -68,6 +68,37 @@ fn inputs(dir: &Path) -> (Vec<PathBuf>, PathBuf, PathBuf, PathBuf) {
     (files, keys, means, pts)
 }
 
+/// Three files from `ember gen KIND` (BMP images or sort records), each a
+/// whole map input, and an empty one.
+fn binary_inputs(dir: &Path, kind: &str) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for seed in 1..=3 {
+        let path = dir.join(format!("{kind}-{seed}"));
+        let gen: &[&str] = match kind {
+            "bmp" => &["histogram", "--width", "61", "--height", "37"],
+            _ => &["sort", "--records", "700"],
+        };
+        let seed = seed.to_string();
+        let out = ember()
+            .arg("gen")
+            .args(gen)
+            .args(["--seed", &seed, "-o"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        files.push(path);
+    }
+    let empty = dir.join(format!("{kind}-empty"));
+    std::fs::write(&empty, b"").unwrap();
+    files.insert(1, empty);
+    files
+}
+
 /// The isolated workers still running with an input under `dir`.
 fn workers_on(dir: &Path) -> Vec<String> {
     let marker = format!("mapreduce_map_input_file={}", dir.display());
@@ -95,16 +126,27 @@ fn every_streaming_job_isolated_equals_threads() {
     let dir = tempfile::tempdir().unwrap();
     let (text, keys, means, points) = inputs(dir.path());
     let means = means.to_str().unwrap();
-    let cases: [(&str, Vec<PathBuf>, Vec<&str>); 4] = [
+    let (bmps, records) = (
+        binary_inputs(dir.path(), "bmp"),
+        binary_inputs(dir.path(), "sort"),
+    );
+    let cases: [(&str, Vec<PathBuf>, Vec<&str>); 7] = [
         ("wordcount", text.clone(), vec![]),
         ("inverted-index", text.clone(), vec!["--doc", "d"]),
         ("string-match", vec![keys], vec!["cat", "DOG", "caf\u{e9}"]),
-        ("kmeans", vec![points], vec!["--means", means]),
+        ("kmeans", vec![points.clone()], vec!["--means", means]),
+        ("linear-regression", vec![points], vec![]),
+        ("histogram", bmps, vec![]),
+        ("sort", records, vec![]),
     ];
     let shm_before = shm();
     for (name, files, job_args) in &cases {
         let want = job(&[name, "-t", "1"], files, job_args);
-        assert!(want.lines().count() >= 3, "{name}: {want}");
+        assert!(
+            want.len() >= 20,
+            "{name}: {}",
+            String::from_utf8_lossy(&want)
+        );
         for workers in ["1", "2", "4"] {
             assert_eq!(
                 job(&[name, "-t", workers], files, job_args),
@@ -134,6 +176,7 @@ fn isolated_inverted_index_names_each_file() {
         &text,
         &[],
     );
+    let out = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = out.lines().collect();
     let (a, b) = (text[0].display(), text[1].display());
     for want in [

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use ember::isolate::{self, Report};
-use ember::stream::{Registry, StreamJob};
+use ember::stream::{MapInput, Registry, StreamJob};
 use ember::tune::parse_size;
 use ember::{Input, RunOptions, Runtime};
 
@@ -76,7 +76,22 @@ fn in_threads(job: &dyn StreamJob, a: &Args, out: &mut dyn Write) -> Result<()> 
     let mut opts = RunOptions::default();
     opts.split_size = a.split_size.map(|s| s as usize);
     let mut mapped = Vec::new();
-    job.map(&runtime, &Input::files(&a.files)?, &opts, &mut mapped)?;
+    if job.map_input() == MapInput::Whole {
+        // One map per non-empty file (an image, a block of records), as
+        // the isolated workers do; combine sorts and folds their outputs
+        // for reduce.
+        for file in &a.files {
+            let input = Input::file(file)?;
+            if !input.is_empty() {
+                job.map(&runtime, &input, &opts, &mut mapped)?;
+            }
+        }
+        let mut combined = Vec::new();
+        job.combine("<map output>", &mut &mapped[..], &mut combined)?;
+        mapped = combined;
+    } else {
+        job.map(&runtime, &Input::files(&a.files)?, &opts, &mut mapped)?;
+    }
     job.reduce("<map output>", &mut &mapped[..], out)?;
     Ok(())
 }

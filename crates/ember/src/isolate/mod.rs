@@ -118,7 +118,8 @@ impl Report {
 }
 
 /// Runs the job `name` of `registry`, made from `args`, over the lines of
-/// `files`, mapping every split in a worker process (this program,
+/// `files` (each file whole, for a job whose map takes its input whole),
+/// mapping every split in a worker process (this program,
 /// re-executed: its `main` must call [`worker_hook`] with a registry that
 /// holds the same job first), and writes the reduce output to `out`:
 /// `key<TAB>output` lines in the order of the keys' text, what
@@ -139,7 +140,7 @@ pub fn run(
         return Err(Error::Config("workers must be at least 1".into()));
     }
     let job = registry.job(name, args)?;
-    let splits = splits::cut(files, opts)?;
+    let splits = splits::cut(files, opts, job.map_input())?;
     let program = std::env::current_exe().map_err(|e| Error::io("<current executable>", e))?;
     let launch = spawn::Launch {
         program,

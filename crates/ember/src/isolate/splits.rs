@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::Options;
 use crate::error::{Error, Result};
+use crate::stream::MapInput;
 
 /// Splits a worker should get, on average, so that the last ones end
 /// evenly.
@@ -27,8 +28,10 @@ pub(super) struct Split {
 }
 
 /// `files` cut into splits of about the options' size, each ending at the
-/// first newline at or after its target end; empty files have none.
-pub(super) fn cut(files: &[PathBuf], opts: &Options) -> Result<Vec<Split>> {
+/// first newline at or after its target end, or, for a job whose map takes
+/// its input whole ([`MapInput::Whole`]: an image, a block of binary
+/// records), one split per file; empty files have none.
+pub(super) fn cut(files: &[PathBuf], opts: &Options, input: MapInput) -> Result<Vec<Split>> {
     let mut sized = Vec::with_capacity(files.len());
     for path in files {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
@@ -39,7 +42,11 @@ pub(super) fn cut(files: &[PathBuf], opts: &Options) -> Result<Vec<Split>> {
         sized.push((path, file, meta.len()));
     }
     let total: u64 = sized.iter().map(|(_, _, len)| len).sum();
-    let size = opts.split_size.unwrap_or_else(|| {
+    let size = match input {
+        MapInput::Whole => Some(u64::MAX),
+        _ => opts.split_size,
+    };
+    let size = size.unwrap_or_else(|| {
         (total / (opts.workers as u64 * SPLITS_PER_WORKER)).clamp(MIN_SPLIT, MAX_SPLIT)
     });
     if size == 0 {
@@ -98,7 +105,7 @@ mod tests {
                 split_size: Some(size),
                 ..Options::default()
             };
-            let splits = cut(&[a.clone(), empty.clone()], &opts).unwrap();
+            let splits = cut(&[a.clone(), empty.clone()], &opts, MapInput::Streamed).unwrap();
             let text = std::fs::read(&a).unwrap();
             let mut at = 0;
             for s in &splits {
@@ -109,5 +116,30 @@ mod tests {
             }
             assert_eq!(at, text.len() as u64);
         }
+    }
+
+    #[test]
+    fn a_whole_input_job_gets_each_file_as_one_split() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, empty) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("e"),
+        );
+        std::fs::write(&a, b"BM\n\nbinary\nbytes\n").unwrap();
+        std::fs::write(&b, [0u8; 300]).unwrap();
+        std::fs::write(&empty, b"").unwrap();
+        let opts = Options {
+            split_size: Some(4),
+            ..Options::default()
+        };
+        let files = [a.clone(), empty, b.clone()];
+        let splits = cut(&files, &opts, MapInput::Whole).unwrap();
+        let whole = |path: &PathBuf, end| Split {
+            path: path.clone(),
+            start: 0,
+            end,
+        };
+        assert_eq!(splits, vec![whole(&a, 17), whole(&b, 300)]);
     }
 }
