@@ -7,11 +7,10 @@
 //! started and reaped. Histogram is not a streaming job (its records are
 //! binary), so it is not here.
 
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember_apps::text::TextSpec;
 
@@ -111,32 +110,22 @@ fn print_ratios(rows: &[Row]) {
 /// Runs `ember ARGS TEXT -- JOB_ARGS` as a child process, its output
 /// dropped: its times, peak memory and page faults, with its workers'.
 fn child(args: &[String], text: &Path, job_args: &[&str]) -> Result<Measured> {
-    let exe = std::env::current_exe().context("finding the ember binary")?;
-    let start = Instant::now();
-    let spawned = Command::new(exe)
-        .args(args)
-        .arg(text)
-        .arg("--")
-        .args(job_args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let (status, usage) = rss::wait(spawned.id())?;
-    let secs = start.elapsed().as_secs_f64();
-    if status != 0 {
-        bail!("ember {} failed (wait status {status})", args.join(" "));
-    }
-    let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    all.push(text.as_os_str());
+    all.push(OsStr::new("--"));
+    all.extend(job_args.iter().map(OsStr::new));
+    let run = rss::run_self(&all)?;
+    let usage = &run.usage;
     Ok(Measured {
-        secs,
-        cpu: cpu(usage.ru_utime) + cpu(usage.ru_stime),
+        secs: run.secs,
+        cpu: run.cpu,
         stats: None,
         note: Some(format!(
             "page faults: {} minor, {} major; system CPU {:.2} s",
             usage.ru_minflt,
             usage.ru_majflt,
-            cpu(usage.ru_stime)
+            rss::seconds(usage.ru_stime)
         )),
-        memory: rss::peak_of(&usage).map(|peak| rss::Peak { base: 0, peak }),
+        memory: rss::peak_of(usage).map(|peak| rss::Peak { base: 0, peak }),
     })
 }

@@ -15,6 +15,7 @@
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Output, Stdio};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 
@@ -98,6 +99,40 @@ pub(crate) fn wait(pid: u32) -> Result<(i32, libc::rusage)> {
         return Err(std::io::Error::last_os_error()).context("waiting for a child process");
     }
     Ok((status, usage))
+}
+
+/// A run of this program as a child, its standard output dropped: wall
+/// and CPU seconds and its resource usage.
+pub(crate) struct SelfRun {
+    pub(crate) secs: f64,
+    pub(crate) cpu: f64,
+    pub(crate) usage: libc::rusage,
+}
+
+/// Runs this program (`ember`) with `args` as a child process, its
+/// standard output dropped and its standard error shown; an error if it
+/// fails.
+pub(crate) fn run_self(args: &[&std::ffi::OsStr]) -> Result<SelfRun> {
+    let exe = std::env::current_exe().context("finding the ember binary")?;
+    let start = Instant::now();
+    let spawned = Command::new(exe)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let (status, usage) = wait(spawned.id())?;
+    let secs = start.elapsed().as_secs_f64();
+    if status != 0 {
+        let words: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
+        anyhow::bail!("ember {} failed (wait status {status})", words.join(" "));
+    }
+    let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    Ok(SelfRun { secs, cpu, usage })
+}
+
+/// A `timeval` in seconds.
+pub(crate) fn seconds(t: libc::timeval) -> f64 {
+    t.tv_sec as f64 + t.tv_usec as f64 / 1e6
 }
 
 /// A child's peak RSS in bytes from its resource usage (Linux gives

@@ -10,13 +10,12 @@
 //! inverted index maps it, the sorts map theirs). The sort rows sync their
 //! output to disk (`--sync`), as the copy they are held to does.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember_apps::sort::RECORD_LEN;
 use ember_apps::text::TextSpec;
@@ -165,27 +164,14 @@ fn copy(from: &Path, to: &Path) -> Result<Measured> {
 /// Runs `ember ARGS TEXT -o OUT` as a child process; its peak resident
 /// memory is the child's own.
 fn child(args: &[String], (text, out): (&PathBuf, &PathBuf)) -> Result<Measured> {
-    let exe = std::env::current_exe().context("finding the ember binary")?;
-    let start = Instant::now();
-    let spawned = Command::new(exe)
-        .args(args)
-        .arg(text)
-        .arg("-o")
-        .arg(out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let (status, usage) = rss::wait(spawned.id())?;
-    let secs = start.elapsed().as_secs_f64();
-    if status != 0 {
-        bail!("ember {} failed (wait status {status})", args.join(" "));
-    }
-    let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    all.extend([text.as_os_str(), OsStr::new("-o"), out.as_os_str()]);
+    let run = rss::run_self(&all)?;
     Ok(Measured {
-        secs,
-        cpu: cpu(usage.ru_utime) + cpu(usage.ru_stime),
+        secs: run.secs,
+        cpu: run.cpu,
         stats: None,
         note: None,
-        memory: rss::peak_of(&usage).map(|peak| rss::Peak { base: 0, peak }),
+        memory: rss::peak_of(&run.usage).map(|peak| rss::Peak { base: 0, peak }),
     })
 }
