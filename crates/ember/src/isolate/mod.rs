@@ -43,7 +43,7 @@ mod worker;
 use std::io::Write;
 use std::path::PathBuf;
 
-pub use spawn::kill_workers;
+pub use spawn::{kill_workers, wait_exited};
 pub use worker::{worker_hook, ATTEMPT_ENV};
 
 use crate::error::{Error, Result};

@@ -162,11 +162,13 @@ fn in_child(parent: libc::pid_t, fd: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
-/// Waits until worker `pid` has exited, without reaping it (so its pid is
-/// not reused while it is listed in [`LIVE`]).
-pub(super) fn wait_exited(pid: libc::pid_t) {
+/// Waits until child process `pid` has exited, without reaping it (so its
+/// pid is not reused while a list of live children still holds it); an
+/// error if it is not a child of this process that can be waited for.
+pub fn wait_exited(pid: libc::pid_t) -> io::Result<()> {
     loop {
-        // SAFETY: `info` is a valid siginfo_t to write to.
+        // SAFETY: `info` is a valid, writable siginfo_t; `waitid` only
+        // writes it.
         let done = unsafe {
             let mut info: libc::siginfo_t = std::mem::zeroed();
             libc::waitid(
@@ -176,8 +178,12 @@ pub(super) fn wait_exited(pid: libc::pid_t) {
                 libc::WEXITED | libc::WNOWAIT,
             )
         };
-        if done == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return;
+        if done == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
         }
     }
 }
@@ -201,7 +207,8 @@ pub(super) fn reap(pid: libc::pid_t, kill: bool) -> (Exit, libc::rusage) {
         // SAFETY: no memory-safety preconditions; `pid` is not yet reaped.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
-    wait_exited(pid);
+    // An error leaves nothing to wait for: the reap below says how it ended.
+    let _ = wait_exited(pid);
     live().retain(|&p| p != pid);
     let mut status = 0;
     // SAFETY: an all-zero rusage is valid; the pointers are to locals.

@@ -97,7 +97,8 @@ fn watch(pid: libc::pid_t, exited: Sender<libc::pid_t>) -> Result<()> {
     std::thread::Builder::new()
         .name("ember-isolate-wait".into())
         .spawn(move || {
-            spawn::wait_exited(pid);
+            // Exited, or not waitable: either way the supervisor reaps it.
+            let _ = spawn::wait_exited(pid);
             let _ = exited.send(pid);
         })
         .map(drop)

@@ -19,6 +19,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::thread;
 
 use anyhow::{anyhow, Context, Result};
+use ember::isolate::wait_exited;
 
 /// Process group ids (each the id of its leader, the `sh` we started) of
 /// the commands running now.
@@ -187,35 +188,10 @@ impl Group {
     /// Waits for the leader to exit, strikes the group off the list, then
     /// reaps the leader.
     fn wait(self, child: &mut Child) -> io::Result<ExitStatus> {
-        let exited = wait_exited(self.0);
+        let exited = wait_exited(self.0 as libc::pid_t);
         live().retain(|&g| g != self.0);
         exited?;
         child.wait()
-    }
-}
-
-/// Waits until process `pid` has exited, leaving it unreaped (so its id
-/// is not reused while it is still listed).
-fn wait_exited(pid: u32) -> io::Result<()> {
-    loop {
-        // SAFETY: `info` is a valid, writable siginfo_t; `waitid` only
-        // writes it.
-        let r = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if r == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
     }
 }
 
