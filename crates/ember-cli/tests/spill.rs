@@ -199,12 +199,17 @@ fn peak_rss_mib(args: &[std::ffi::OsString]) -> f64 {
 /// streamed: unlimited, its tables and 2 x 64 MiB chunk buffers take
 /// hundreds of MiB; under a 32 MiB limit the process stays within the
 /// limit plus a constant: what the ledger does not track, which is
-/// mostly the output (every distinct word and its count, then the
-/// sorted copy the merge makes), the binary and the threads' stacks.
+/// mostly the output (943,455 words and their counts, 30 MiB, then the
+/// sorted copy the merge makes, 30 MiB more), the chunk buffers, the
+/// binary and the threads' stacks, and what the allocator and the
+/// kernel round up (large hash tables ask for transparent huge pages,
+/// whose 2 MiB pages are resident whole). The peak varies from run to
+/// run with when the workers spill; the constant leaves room for that
+/// and stays far below the unlimited run.
 #[test]
 fn a_memory_limit_bounds_the_peak_memory() {
     const LIMIT_MIB: f64 = 32.0;
-    const UNTRACKED_MIB: f64 = 96.0;
+    const UNTRACKED_MIB: f64 = 128.0;
     let dir = tempfile::tempdir().unwrap();
     let text = corpus(dir.path(), "256MiB");
     let out = dir.path().join("counts.tsv");
