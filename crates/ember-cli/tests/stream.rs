@@ -188,6 +188,29 @@ fn the_document_comes_from_hadoops_environment_and_is_escaped() {
     );
 }
 
+/// Each `(args, input, want)`: `ember stream ARGS` fed `input` exits 1
+/// with one line on standard error, `ember: ...` containing `want`.
+fn assert_one_line_errors(cases: &[(&[&str], &[u8], &str)]) {
+    for &(args, input, want) in cases {
+        let mut child = stream(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A process that fails before reading closes its input early.
+        let _ = child.stdin.take().unwrap().write_all(input);
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("ember: ") && err.contains(want),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 #[test]
 fn bad_input_and_arguments_are_one_line_errors() {
     let cases: [(&[&str], &[u8], &str); 6] = [
@@ -215,24 +238,7 @@ fn bad_input_and_arguments_are_one_line_errors() {
             "target word 1 (\"a\\nb\") has a line break",
         ),
     ];
-    for (args, input, want) in cases {
-        let mut child = stream(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // A process that fails before reading closes its input early.
-        let _ = child.stdin.take().unwrap().write_all(input);
-        let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(
-            err.starts_with("ember: ") && err.contains(want),
-            "{args:?}: {err}"
-        );
-    }
+    assert_one_line_errors(&cases);
 }
 
 #[test]
@@ -629,21 +635,5 @@ fn binary_inputs_that_do_not_read_are_one_line_errors() {
         ),
         (&["reduce", "sort"], b"00\t11\n", "line 1: bad key"),
     ];
-    for (args, input, want) in cases {
-        let mut child = stream(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let _ = child.stdin.take().unwrap().write_all(input);
-        let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(
-            err.starts_with("ember: ") && err.contains(want),
-            "{args:?}: {err}"
-        );
-    }
+    assert_one_line_errors(&cases);
 }
