@@ -35,17 +35,22 @@ from __future__ import annotations
 
 import functools
 import io
-import multiprocessing
-import multiprocessing.pool
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _ember
 from ._ember import EmberError
+
+# NumPy and multiprocessing are imported by the calls that use them, not
+# by `import ember`: together they are most of the import's cost, which a
+# short script that only counts words would pay for nothing. (The native
+# module imports NumPy itself when it first makes an array.)
+if TYPE_CHECKING:
+    import multiprocessing.pool
+
+    import numpy as np
 
 __all__ = [
     "EmberError",
@@ -136,6 +141,8 @@ def _one_path(path: Any) -> Optional[str]:
 
 def _int32(a: Any, name: str) -> np.ndarray:
     """``a`` as a C-contiguous 2-D int32 array: no copy when it is one."""
+    import numpy as np
+
     arr = np.asarray(a)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array, not {arr.ndim}-D")
@@ -280,6 +287,8 @@ class Runtime:
 
         if processes is None:
             return run(map)
+        import multiprocessing.pool
+
         if isinstance(processes, multiprocessing.pool.Pool):
             return run(functools.partial(_apply, processes, map))
         if isinstance(processes, bool) or not isinstance(processes, int):

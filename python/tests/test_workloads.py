@@ -1,5 +1,8 @@
 """Every other built-in workload equals the CLI's output on the same input."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -137,3 +140,16 @@ def test_numeric_inputs_are_checked():
         ember.kmeans(np.arange(5), k=2)
     with pytest.raises(ValueError, match="cannot multiply"):
         ember.matrix_multiply(np.ones((2, 3), np.int32), np.ones((2, 3), np.int32))
+
+
+def test_import_leaves_numpy_and_multiprocessing_to_the_calls_that_use_them():
+    # Most of `import ember`'s cost would be theirs: a script that only
+    # counts words should not pay it.
+    code = ("import sys, ember; ember.wordcount(b'a b a'); "
+            "print(sorted(m for m in ('numpy', 'multiprocessing') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == "[]"
+    # A call that takes arrays imports NumPy itself.
+    code = "import ember; print(ember.matrix_multiply([[1, 0], [0, 1]], [[1, 2], [3, 4]]).tolist())"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == "[[1, 2], [3, 4]]"
