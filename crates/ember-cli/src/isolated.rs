@@ -6,6 +6,7 @@
 //! own output code. One adaptor for every command: a command only turns
 //! the pairs into its result type.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -55,6 +56,25 @@ pub(crate) fn run<K: Text + Ord, V: Text>(
     args: &[String],
     files: &[PathBuf],
 ) -> Result<Isolated<K, V>> {
+    let mut out = Vec::new();
+    let (mut stats, run) = run_into(run, iso, job, args, files, &mut out)?;
+    let mut pairs = decode::<K, V>(&out)?;
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    stats.distinct_keys = pairs.len() as u64;
+    Ok(Isolated { pairs, stats, run })
+}
+
+/// Runs the registry's job as [`run`] does, but writes its reduce's output
+/// to `out` as it is (sort's records). Returns what [`Isolated`] has but
+/// the pairs.
+pub(crate) fn run_into(
+    run: &RunArgs,
+    iso: &IsolateArgs,
+    job: &str,
+    args: &[String],
+    files: &[PathBuf],
+    out: &mut dyn Write,
+) -> Result<(Stats, RunArgs)> {
     if let Some(option) = unsupported(run) {
         bail!("{option}: not with --isolate (a worker maps its split with the job's defaults)");
     }
@@ -71,10 +91,7 @@ pub(crate) fn run<K: Text + Ord, V: Text>(
     };
     let started = Instant::now();
     let registry = ember_apps::stream::registry();
-    let mut out = Vec::new();
-    let report = isolate::run(&registry, job, args, files, &opts, &mut out)?;
-    let mut pairs = decode::<K, V>(&out)?;
-    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    let report = isolate::run(&registry, job, args, files, &opts, out)?;
     let mut stats = Stats::default();
     stats.threads = opts.workers;
     stats.input_parts = files.len();
@@ -83,7 +100,6 @@ pub(crate) fn run<K: Text + Ord, V: Text>(
         stats.input_bytes += meta.len();
     }
     stats.splits = report.splits;
-    stats.distinct_keys = pairs.len() as u64;
     stats.total_secs = started.elapsed().as_secs_f64();
     if run.stats {
         print_report(&report);
@@ -92,7 +108,7 @@ pub(crate) fn run<K: Text + Ord, V: Text>(
         stats: false,
         ..run.clone()
     };
-    Ok(Isolated { pairs, stats, run })
+    Ok((stats, run))
 }
 
 /// The first option of `run` set to what a worker process cannot do (it

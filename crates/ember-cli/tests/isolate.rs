@@ -217,9 +217,9 @@ fn isolated_workers_report_their_stats() {
     assert!(stderr.contains("attempt 0: ok, peak RSS "), "{stderr}");
 }
 
-/// `ember ARGS`: its standard output and error, with the time cut from
-/// each summary line (`# ... in 0.012 s`), or a panic with its standard
-/// error.
+/// `ember ARGS`: its standard output and error, with each summary line
+/// (`# ... in 0.012 s`) cut before its first ` in `, where the times
+/// start, or a panic with its standard error.
 fn command(args: &[OsString]) -> (Vec<u8>, Vec<u8>) {
     let out = ember().args(args).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -230,7 +230,7 @@ fn command(args: &[OsString]) -> (Vec<u8>, Vec<u8>) {
 fn untimed(text: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     for line in text.split_inclusive(|&b| b == b'\n') {
-        let cut = line.windows(4).rposition(|w| w == b" in ");
+        let cut = line.windows(4).position(|w| w == b" in ");
         match cut {
             Some(at) if line.starts_with(b"# ") => {
                 out.extend_from_slice(&line[..at]);
@@ -251,6 +251,7 @@ fn every_command_isolated_equals_threads() {
     let dir = tempfile::tempdir().unwrap();
     let (text, keys, ..) = inputs(dir.path());
     let bmp = binary_inputs(dir.path(), "bmp").swap_remove(0);
+    let records = binary_inputs(dir.path(), "sort").swap_remove(0);
     let points = dir.path().join("points.bin");
     let gen = ember()
         .args(["gen", "linreg", "--size", "20002", "-o"])
@@ -273,6 +274,7 @@ fn every_command_isolated_equals_threads() {
         with("inverted-index", &text, &["-o", out_arg]),
         with("histogram", std::slice::from_ref(&bmp), &["-o", out_arg]),
         with("linear-regression", std::slice::from_ref(&points), &[]),
+        with("sort", std::slice::from_ref(&records), &["-o", out_arg]),
         with(
             "string-match",
             std::slice::from_ref(&keys),
