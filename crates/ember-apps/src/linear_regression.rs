@@ -88,7 +88,7 @@ impl std::ops::AddAssign for Sums {
 }
 
 /// Fails on a file of `len` bytes, which is not whole points.
-fn check(len: u64) -> Result<()> {
+pub fn check(len: u64) -> Result<()> {
     if !len.is_multiple_of(2) {
         return Err(Error::InvalidInput(format!(
             "linear regression input is {len} bytes, an odd length: points are pairs of bytes (x, y), so byte {} has no y",

@@ -5,11 +5,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use ember::Input;
-use ember_apps::histogram::{self, BmpSpec, Counts, CHANNELS};
+use ember::{Input, Stats};
+use ember_apps::histogram::{self, Bmp, BmpSpec, Counts, CHANNELS};
+use ember_apps::stream::ChannelValue;
 
 use crate::common::{write_output, RunArgs};
 use crate::genfile;
+use crate::isolated::{self, IsolateArgs};
 
 /// `ember histogram`.
 #[derive(ClapArgs)]
@@ -22,6 +24,8 @@ pub(crate) struct Args {
     output: Option<PathBuf>,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    isolate: IsolateArgs,
 }
 
 /// `ember gen histogram`.
@@ -82,10 +86,32 @@ pub(crate) fn count(
     Ok(counts)
 }
 
+/// The image's counts by the streaming job `histogram` in a worker
+/// process (one image is one split), with the run's options for
+/// reporting it.
+fn count_isolated(a: &Args) -> Result<(Counts, Stats, RunArgs)> {
+    let files = [a.file.clone()];
+    let iso = isolated::run::<ChannelValue, u64>(&a.run, &a.isolate, "histogram", &[], &files)?;
+    let mut counts: Counts = [0; histogram::KEYS];
+    for (key, n) in iso.pairs {
+        counts[usize::from(key.0)] = n;
+    }
+    let mut stats = iso.stats;
+    // The thread mode's input is the pixel array.
+    let input = Input::file(&a.file)?;
+    stats.input_bytes = Bmp::parse(input.part_bytes(0))?.pixels_len() as u64;
+    Ok((counts, stats, iso.run))
+}
+
 /// Runs `ember histogram`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let rt = a.run.runtime()?;
-    let (counts, stats) = a.run.with_progress(|o| count(&rt, &a.file, o))?;
+    let (counts, stats, run) = if a.isolate.isolate {
+        count_isolated(&a)?
+    } else {
+        let rt = a.run.runtime()?;
+        let (counts, stats) = a.run.with_progress(|o| count(&rt, &a.file, o))?;
+        (counts, stats, a.run.clone())
+    };
     write_output(a.output.as_deref(), |w| {
         for (key, n) in counts.iter().enumerate() {
             writeln!(w, "{}\t{}\t{n}", CHANNELS[key / 256], key % 256)?;
@@ -114,5 +140,5 @@ pub(crate) fn run(a: Args) -> Result<()> {
             present().next_back().map_or("-".into(), |v| v.to_string()),
         )?;
     }
-    a.run.finish(&mut out, &stats)
+    run.finish(&mut out, &stats)
 }

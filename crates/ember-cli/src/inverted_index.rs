@@ -2,14 +2,21 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
+
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Args as ClapArgs;
-use ember::{Input, Runtime};
-use ember_apps::inverted_index::{self, build_each, write_docs, Docs, IndexWriter, Streamed};
+use ember::{Bytes, Input, Runtime};
+use ember_apps::inverted_index::{
+    self, build_each, write_docs, DocId, Docs, IndexWriter, Streamed,
+};
+use ember_apps::stream::DocNames;
 use ember_apps::text::TextSpec;
 
 use crate::common::{cache_dir, write_output, RunArgs};
 use crate::gen::TextArgs;
+use crate::isolated::{self, IsolateArgs};
 use crate::output;
 use crate::progress::bar as progress;
 
@@ -34,6 +41,8 @@ pub(crate) struct Args {
     doc_list: Option<PathBuf>,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    isolate: IsolateArgs,
 }
 
 /// `ember gen docs`.
@@ -60,19 +69,10 @@ fn document_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// Runs `ember inverted-index`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let paths = document_paths(&a.paths)?;
-    // Memory-mapped (or standard input read whole): numbering lines takes a
-    // first pass over the input before the index job's.
-    let input = if paths.len() == 1 && paths[0] == std::path::Path::new("-") {
-        let mut data = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
-            .context("cannot read standard input")?;
-        ember::Input::owned("<stdin>", data)
-    } else {
-        ember::Input::open(&paths, ember::tune::Ingest::Mmap)?
+    let (built, run) = match a.isolate.isolate {
+        true => build_isolated(&a, &paths)?,
+        false => (build_in_threads(&a, &paths)?, a.run.clone()),
     };
-    let rt = a.run.runtime()?;
-    let docs = if a.lines { Docs::Lines } else { Docs::Files };
-    let built = write_streamed(&a, &rt, &input, docs)?;
     write_output(a.doc_list.as_deref(), |w| {
         for (id, p) in paths.iter().enumerate() {
             writeln!(w, "{id}\t{}", p.display())?;
@@ -90,11 +90,76 @@ pub(crate) fn run(a: Args) -> Result<()> {
         built.stats.total_secs + numbering,
     );
     if let Some(s) = &built.numbering {
-        if a.run.stats {
+        if run.stats {
             eprintln!("line numbering pass: {:.3} s", s.total_secs);
         }
     }
-    a.run.report(&built.stats)
+    run.report(&built.stats)
+}
+
+/// Builds the index on this process's threads, writing it as
+/// [`write_streamed`] does.
+fn build_in_threads(a: &Args, paths: &[PathBuf]) -> Result<Streamed> {
+    // Memory-mapped (or standard input read whole): numbering lines takes a
+    // first pass over the input before the index job's.
+    let input = if paths.len() == 1 && paths[0] == Path::new("-") {
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
+            .context("cannot read standard input")?;
+        ember::Input::owned("<stdin>", data)
+    } else {
+        ember::Input::open(paths, ember::tune::Ingest::Mmap)?
+    };
+    let rt = a.run.runtime()?;
+    let docs = if a.lines { Docs::Lines } else { Docs::Files };
+    write_streamed(a, &rt, &input, docs)
+}
+
+/// Builds the index with the streaming job `inverted-index`, every split
+/// in a worker process, whose documents are named by their files: a name
+/// becomes the file's id. Returns it with the run's options for reporting
+/// it.
+fn build_isolated(a: &Args, paths: &[PathBuf]) -> Result<(Streamed, RunArgs)> {
+    if a.lines {
+        bail!("--lines: not with --isolate (numbering the lines of all the files is a pass of its own)");
+    }
+    let iso = isolated::run::<Bytes, DocNames>(&a.run, &a.isolate, "inverted-index", &[], paths)?;
+    let ids: HashMap<&[u8], DocId> = paths
+        .iter()
+        .enumerate()
+        .map(|(id, p)| (p.as_os_str().as_bytes(), id as DocId))
+        .collect();
+    let mut sink = a.output.as_deref().map(output::create).transpose()?;
+    let mut lines = sink.as_mut().map(IndexWriter::new);
+    let (mut postings, mut doc_ids) = (0, Vec::new());
+    for (word, names) in &iso.pairs {
+        doc_ids.clear();
+        for name in names.names() {
+            let id = ids.get(name.as_bytes()).ok_or_else(|| {
+                let name = String::from_utf8_lossy(name.as_bytes());
+                anyhow!("the isolated run named an unknown document '{name}'")
+            })?;
+            doc_ids.push(*id);
+        }
+        doc_ids.sort_unstable();
+        postings += doc_ids.len() as u64;
+        if let (Some(w), Some(path)) = (&mut lines, &a.output) {
+            w.write(word, &doc_ids)
+                .with_context(|| format!("cannot write '{}'", path.display()))?;
+        }
+    }
+    drop(lines);
+    if let Some(sink) = sink {
+        sink.finish()?;
+    }
+    let built = Streamed {
+        words: iso.pairs.len() as u64,
+        postings,
+        documents: paths.len() as u64,
+        stats: iso.stats,
+        numbering: None,
+    };
+    Ok((built, iso.run))
 }
 
 /// Builds the index and writes it to `--output`, if given, word by word

@@ -3,13 +3,15 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Args as ClapArgs;
 use ember::tune::Ingest;
+use ember::Stats;
 use ember_apps::linear_regression::{self, PointsSpec, Sums, SUM_NAMES};
 
 use crate::common::{open_input, parse_size, RunArgs};
 use crate::genfile;
+use crate::isolated::{self, IsolateArgs};
 
 /// `ember linear-regression`.
 #[derive(ClapArgs)]
@@ -20,6 +22,8 @@ pub(crate) struct Args {
     file: PathBuf,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    isolate: IsolateArgs,
 }
 
 /// `ember gen linreg`.
@@ -67,12 +71,38 @@ pub(crate) fn sums(
     linear_regression::run_input(rt, &input, opts).with_context(|| format!("'{}'", file.display()))
 }
 
+/// The sums by the streaming job `linear-regression-bytes`, every split
+/// (an even byte range of the points) in a worker process, with the run's
+/// options for reporting it.
+fn sums_isolated(a: &Args) -> Result<(Sums, Stats, RunArgs)> {
+    let named = || format!("'{}'", a.file.display());
+    let len = std::fs::metadata(&a.file).with_context(named)?.len();
+    linear_regression::check(len).with_context(named)?;
+    let files = [a.file.clone()];
+    let job = "linear-regression-bytes";
+    let iso = isolated::run::<u8, i64>(&a.run, &a.isolate, job, &[], &files)?;
+    let mut sums = Sums {
+        n: len / 2,
+        s: [0; 5],
+    };
+    for (key, s) in iso.pairs {
+        let sum = sums.s.get_mut(usize::from(key));
+        *sum.ok_or_else(|| anyhow!("the isolated run gave a sum of key {key}"))? = s;
+    }
+    Ok((sums, iso.stats, iso.run))
+}
+
 /// Runs `ember linear-regression`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let rt = a.run.runtime()?;
-    let (sums, stats) = a
-        .run
-        .with_progress(|o| sums(&rt, &a.file, a.run.ingest, o))?;
+    let (sums, stats, run) = if a.isolate.isolate {
+        sums_isolated(&a)?
+    } else {
+        let rt = a.run.runtime()?;
+        let (sums, stats) = a
+            .run
+            .with_progress(|o| sums(&rt, &a.file, a.run.ingest, o))?;
+        (sums, stats, a.run.clone())
+    };
     let mut out = std::io::stdout().lock();
     writeln!(out, "{:<4} {:>22}", "N", sums.n)?;
     for (name, s) in SUM_NAMES.iter().zip(sums.s) {
@@ -96,5 +126,5 @@ pub(crate) fn run(a: Args) -> Result<()> {
             }
         )?,
     }
-    a.run.finish(&mut out, &stats)
+    run.finish(&mut out, &stats)
 }

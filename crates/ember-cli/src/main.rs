@@ -13,6 +13,7 @@ mod genfile;
 mod hdfs;
 mod histogram;
 mod inverted_index;
+mod isolated;
 mod kmeans;
 mod linear_regression;
 mod matrix_multiply;
@@ -81,8 +82,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // An isolated map worker (`ember stream job --isolate`) runs its split
-    // and exits here.
+    // An isolated map worker (`--isolate`) runs its split and exits here.
     ember::isolate::worker_hook(&ember_apps::stream::registry());
     common::die_on_broken_pipe();
     common::quiet_worker_panics();

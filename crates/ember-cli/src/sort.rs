@@ -10,6 +10,7 @@ use ember_apps::sort::{external_sort, sort_order, write_records, SortPlan, SortS
 
 use crate::common::{write_output, RunArgs};
 use crate::genfile;
+use crate::isolated::{self, IsolateArgs};
 use crate::output;
 
 /// `ember sort`.
@@ -22,6 +23,8 @@ pub(crate) struct Args {
     out: PathBuf,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    isolate: IsolateArgs,
 }
 
 /// `ember gen sort`.
@@ -41,12 +44,33 @@ pub(crate) struct GenArgs {
 /// Runs `ember sort`: in memory, or an external sort for records larger
 /// than the memory budget (see [`SortPlan`]).
 pub(crate) fn run(a: Args) -> Result<()> {
+    if a.isolate.isolate {
+        return isolated(a);
+    }
     let cannot = || format!("cannot read '{}'", a.file.display());
     let bytes = std::fs::metadata(&a.file).with_context(cannot)?.len();
     match SortPlan::for_input(bytes, a.run.memory_limit) {
         SortPlan::InMemory => in_memory(a),
         SortPlan::External => external(a),
     }
+}
+
+/// `ember sort --isolate`: the streaming job `sort` in a worker process
+/// (its map reads the file whole: one split), whose reduce gives the
+/// records in key order, then written out.
+fn isolated(a: Args) -> Result<()> {
+    let mut sorted = Vec::new();
+    let files = [a.file.clone()];
+    let (stats, run) = isolated::run_into(&a.run, &a.isolate, "sort", &[], &files, &mut sorted)?;
+    let start = std::time::Instant::now();
+    write_output(Some(&a.out), |w| Ok(w.write_all(&sorted)?))?;
+    eprintln!(
+        "# {} records sorted in {:.3} s, written in {:.3} s",
+        sorted.len() / RECORD_LEN,
+        stats.total_secs,
+        start.elapsed().as_secs_f64()
+    );
+    run.report(&stats)
 }
 
 /// `ember sort` of records larger than the memory budget: sorted runs on

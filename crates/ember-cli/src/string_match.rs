@@ -3,13 +3,15 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Args as ClapArgs;
 use ember::tune::Ingest;
+use ember::{Bytes, Stats};
 use ember_apps::string_match::{self, KeysSpec, Matches, Targets, DEFAULT_TARGETS};
 
 use crate::common::{open_input, parse_size, RunArgs};
 use crate::genfile;
+use crate::isolated::{self, IsolateArgs};
 
 /// `ember string-match`.
 #[derive(ClapArgs)]
@@ -25,6 +27,8 @@ pub(crate) struct Args {
     show: usize,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    isolate: IsolateArgs,
 }
 
 /// `ember gen strmatch`.
@@ -87,6 +91,33 @@ pub(crate) fn search(
         .with_context(|| format!("'{}'", file.display()))
 }
 
+/// How many lines are each target word, counted by the streaming job
+/// `string-match` in worker processes, with the run's options for
+/// reporting it. A worker counts its split's lines: their byte offsets in
+/// the file are not asked for (`--show 0`).
+fn count_isolated(a: &Args, words: &[&str]) -> Result<(Vec<u64>, Stats, RunArgs)> {
+    if a.show > 0 {
+        bail!("--show: give --show 0 with --isolate (a worker counts the lines of its split, not their offsets)");
+    }
+    // Each word once: the job counts a line once per target it equals.
+    let mut args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+    args.sort();
+    args.dedup();
+    let files = [a.file.clone()];
+    let iso = isolated::run::<Bytes, u64>(&a.run, &a.isolate, "string-match", &args, &files)?;
+    let lines = words
+        .iter()
+        .map(|w| {
+            let at = iso
+                .pairs
+                .binary_search_by(|(k, _)| k.as_bytes().cmp(w.as_bytes()));
+            at.map(|i| iso.pairs[i].1)
+                .map_err(|_| anyhow!("the isolated run did not count '{w}'"))
+        })
+        .collect::<Result<_>>()?;
+    Ok((lines, iso.stats, iso.run))
+}
+
 /// Runs `ember string-match`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let words: Vec<&str> = if a.words.is_empty() {
@@ -95,13 +126,24 @@ pub(crate) fn run(a: Args) -> Result<()> {
         a.words.iter().map(String::as_str).collect()
     };
     let targets = Targets::new(&words)?;
-    let rt = a.run.runtime()?;
-    let (matches, stats) = a
-        .run
-        .with_progress(|o| search(&rt, &a.file, a.run.ingest, &targets, o))?;
+    let (matches, stats, run) = if a.isolate.isolate {
+        let (lines, stats, run) = count_isolated(&a, &words)?;
+        let matches = lines.into_iter().map(|n| (n, Vec::new())).collect();
+        (matches, stats, run)
+    } else {
+        let rt = a.run.runtime()?;
+        let (matches, stats) = a
+            .run
+            .with_progress(|o| search(&rt, &a.file, a.run.ingest, &targets, o))?;
+        let matches: Vec<(u64, Vec<u64>)> = matches
+            .into_iter()
+            .map(|offsets| (offsets.len() as u64, offsets))
+            .collect();
+        (matches, stats, a.run.clone())
+    };
     let mut out = std::io::stdout().lock();
-    for (word, offsets) in words.iter().zip(&matches) {
-        write!(out, "{word}\t{} lines", offsets.len())?;
+    for (word, (lines, offsets)) in words.iter().zip(&matches) {
+        write!(out, "{word}\t{lines} lines")?;
         if !offsets.is_empty() && a.show > 0 {
             let first: Vec<String> = offsets.iter().take(a.show).map(u64::to_string).collect();
             let more = if offsets.len() > a.show { ", ..." } else { "" };
@@ -109,5 +151,5 @@ pub(crate) fn run(a: Args) -> Result<()> {
         }
         writeln!(out)?;
     }
-    a.run.finish(&mut out, &stats)
+    run.finish(&mut out, &stats)
 }

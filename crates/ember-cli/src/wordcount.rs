@@ -5,11 +5,12 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
-use ember::{Bytes, Input, Output, Runtime};
+use ember::{Bytes, Input, Output, Runtime, Stats};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
 
 use crate::common::{parse_size, summary_out, write_output, RunArgs, Workers};
+use crate::isolated::{self, IsolateArgs};
 use crate::progress::progress_while;
 
 /// `ember wordcount`.
@@ -30,6 +31,8 @@ pub(crate) struct Args {
     output: Option<PathBuf>,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    isolate: IsolateArgs,
 }
 
 /// `ember demo`.
@@ -56,21 +59,7 @@ fn count(
             // Everything, sorted by word; the top k are selected from it.
             let Output { pairs, stats } =
                 progress_while(opts, "job", |o| rt.run_with(&WordCount::new(), input, o))?;
-            write_output(Some(path), |w| {
-                for (word, n) in &pairs {
-                    w.write_all(word.as_bytes())?;
-                    writeln!(w, "\t{n}")?;
-                }
-                Ok(())
-            })?;
-            let mut best: Vec<(Bytes, u64)> = pairs;
-            let by_count = |a: &(Bytes, u64), b: &(Bytes, u64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
-            if best.len() > top && top > 0 {
-                best.select_nth_unstable_by(top - 1, by_count);
-            }
-            best.truncate(top);
-            best.sort_by(by_count);
-            (best, stats)
+            (write_all_and_top(pairs, Some(path), top)?, stats)
         }
         None => {
             let opts = opts.top(top);
@@ -80,11 +69,45 @@ fn count(
             (out.pairs, out.stats)
         }
     };
+    summarize(&best, &stats, a, output)
+}
+
+/// Writes every `word<TAB>count` of `pairs` (sorted by word) to `output`,
+/// if given, and returns the `top` most frequent, most frequent first.
+fn write_all_and_top(
+    pairs: Vec<(Bytes, u64)>,
+    output: Option<&PathBuf>,
+    top: usize,
+) -> Result<Vec<(Bytes, u64)>> {
+    write_output(output.map(PathBuf::as_path), |w| {
+        for (word, n) in &pairs {
+            w.write_all(word.as_bytes())?;
+            writeln!(w, "\t{n}")?;
+        }
+        Ok(())
+    })?;
+    let mut best = pairs;
+    let by_count = |a: &(Bytes, u64), b: &(Bytes, u64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
+    if best.len() > top && top > 0 {
+        best.select_nth_unstable_by(top - 1, by_count);
+    }
+    best.truncate(top);
+    best.sort_by(by_count);
+    Ok(best)
+}
+
+/// Prints the top words and the summary line, then the stats as asked.
+fn summarize(
+    best: &[(Bytes, u64)],
+    stats: &Stats,
+    a: &RunArgs,
+    output: Option<&PathBuf>,
+) -> Result<()> {
     // With every count on standard output (`-o -`), the top words would
     // repeat some of them: only the summary line goes (to standard error).
     let mut summary = summary_out(output.map(PathBuf::as_path));
     if output.is_none_or(|p| p.as_os_str() != "-") {
-        for (word, n) in &best {
+        for (word, n) in best {
             summary.write_all(word.as_bytes())?;
             writeln!(summary, "\t{n}")?;
         }
@@ -97,11 +120,19 @@ fn count(
         stats.input_bytes as f64 / 1e6,
         stats.total_secs
     )?;
-    a.report(&stats)
+    a.report(stats)
 }
 
 /// Runs `ember wordcount`.
 pub(crate) fn run(a: Args) -> Result<()> {
+    if a.isolate.isolate {
+        let iso = isolated::run::<Bytes, u64>(&a.run, &a.isolate, "wordcount", &[], &a.files)?;
+        let mut stats = iso.stats;
+        // Every word emits a count of one.
+        stats.pairs_emitted = iso.pairs.iter().map(|(_, n)| n).sum();
+        let best = write_all_and_top(iso.pairs, a.output.as_ref(), a.top)?;
+        return summarize(&best, &stats, &iso.run, a.output.as_ref());
+    }
     let input = a.run.open(&a.files)?;
     let (rt, workers) = a.run.runtime_for(&input)?;
     count(&rt, &input, &a.run, a.top, a.output.as_ref())?;

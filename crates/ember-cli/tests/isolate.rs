@@ -1,11 +1,14 @@
-//! `ember stream job --isolate` (every split mapped in a worker process of
-//! its own) against the same job in threads, for every built-in streaming
-//! job, several worker counts and split sizes; no worker process or shared
-//! memory is left behind. Crashing workers are tested in
+//! `ember stream job --isolate` and the workload commands' `--isolate`
+//! (every split mapped in a worker process of its own) against the same
+//! job in threads, for every built-in streaming job and every command that
+//! runs one, several worker counts and split sizes; no worker process or
+//! shared memory is left behind; a worker killed mid-run fails the command
+//! with one line. Crashing workers are tested further in
 //! `crates/ember/tests/isolate.rs`, whose registry has a faulty job.
 
 mod support;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use support::ember;
@@ -212,4 +215,173 @@ fn isolated_workers_report_their_stats() {
     assert!(stderr.starts_with("splits "), "{stderr}");
     assert!(stderr.contains("retries 0"), "{stderr}");
     assert!(stderr.contains("attempt 0: ok, peak RSS "), "{stderr}");
+}
+
+/// `ember ARGS`: its standard output and error, with each summary line
+/// (`# ... in 0.012 s`) cut before its first ` in `, where the times
+/// start, or a panic with its standard error.
+fn command(args: &[OsString]) -> (Vec<u8>, Vec<u8>) {
+    let out = ember().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    (untimed(&out.stdout), untimed(&out.stderr))
+}
+
+fn untimed(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        let cut = line.windows(4).position(|w| w == b" in ");
+        match cut {
+            Some(at) if line.starts_with(b"# ") => {
+                out.extend_from_slice(&line[..at]);
+                out.push(b'\n');
+            }
+            _ => out.extend_from_slice(line),
+        }
+    }
+    out
+}
+
+fn os(args: &[&str]) -> Vec<OsString> {
+    args.iter().map(OsString::from).collect()
+}
+
+#[test]
+fn every_command_isolated_equals_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, keys, ..) = inputs(dir.path());
+    let bmp = binary_inputs(dir.path(), "bmp").swap_remove(0);
+    let records = binary_inputs(dir.path(), "sort").swap_remove(0);
+    let points = dir.path().join("points.bin");
+    let gen = ember()
+        .args(["gen", "linreg", "--size", "20002", "-o"])
+        .arg(&points)
+        .output()
+        .unwrap();
+    assert!(gen.status.success());
+    let out = dir.path().join("out");
+    let with = |name: &str, files: &[PathBuf], rest: &[&str]| {
+        let mut args = os(&[name]);
+        args.extend(files.iter().map(OsString::from));
+        args.extend(os(rest));
+        args
+    };
+    let out_arg = out.to_str().unwrap();
+    let cases = [
+        with("wordcount", &text, &["-k", "7", "-o", out_arg]),
+        with("wordcount", &text, &["-k", "3"]),
+        with("wordcount", &text, &["-o", "-"]),
+        with("inverted-index", &text, &["-o", out_arg]),
+        with("histogram", std::slice::from_ref(&bmp), &["-o", out_arg]),
+        with("linear-regression", std::slice::from_ref(&points), &[]),
+        with("sort", std::slice::from_ref(&records), &["-o", out_arg]),
+        with(
+            "string-match",
+            std::slice::from_ref(&keys),
+            &["cat", "DOG", "caf\u{e9}", "cat", "zebra", "--show", "0"],
+        ),
+    ];
+    let shm_before = shm();
+    for args in &cases {
+        let run = |extra: &[&str]| {
+            let _ = std::fs::remove_file(&out);
+            let mut all = args.clone();
+            all.extend(os(extra));
+            let (stdout, stderr) = command(&all);
+            (stdout, stderr, std::fs::read(&out).unwrap_or_default())
+        };
+        let want = run(&["-t", "1"]);
+        assert!(want.0.len() + want.2.len() >= 40, "{args:?}: {want:?}");
+        for workers in ["1", "2", "4"] {
+            for split in ["100", "4KiB"] {
+                let got = run(&["--isolate", "-t", workers, "--split-size", split]);
+                assert!(
+                    got == want,
+                    "{args:?} isolated, {workers} workers, splits of {split}:\n{}\n{}",
+                    String::from_utf8_lossy(&[&got.0[..], &got.1].concat()),
+                    String::from_utf8_lossy(&[&want.0[..], &want.1].concat()),
+                );
+                assert_eq!(workers_on(dir.path()), Vec::<String>::new());
+            }
+        }
+    }
+    assert_eq!(shm(), shm_before);
+}
+
+#[test]
+fn options_an_isolated_run_cannot_honour_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, keys, ..) = inputs(dir.path());
+    let (a, b) = (text[0].to_str().unwrap(), text[1].to_str().unwrap());
+    let k = keys.to_str().unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["wordcount", a, "--isolate", "--container", "hash"],
+            "--container",
+        ),
+        (
+            &["wordcount", a, "--isolate", "--stats-json", "s.json"],
+            "--stats-json",
+        ),
+        (&["wordcount", "-", "--isolate"], "not '-'"),
+        (&["inverted-index", a, "--isolate", "--lines"], "--lines"),
+        (&["string-match", k, "--isolate"], "--show"),
+        (&["linear-regression", b, "--isolate"], "odd length"),
+    ];
+    for (args, want) in cases {
+        let out = ember().args(args).current_dir(dir.path()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+    assert!(!dir.path().join("s.json").exists());
+}
+
+/// Runs `ember wordcount --isolate` over many small splits, one worker at
+/// a time, and SIGKILLs a worker mid-run: the command's standard error and
+/// exit status, or `None` if the run ended before a worker could be
+/// killed.
+fn kill_a_worker(dir: &Path, files: &[PathBuf], out: &Path) -> Option<(String, bool)> {
+    let mut child = ember()
+        .args(["wordcount", "--isolate", "--retries", "0", "-t", "1"])
+        .args(["--split-size", "64", "-o"])
+        .arg(out)
+        .args(files)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut killed = false;
+    while !killed && child.try_wait().unwrap().is_none() {
+        for pid in workers_on(dir) {
+            let pid: libc::pid_t = pid.parse().unwrap();
+            // SAFETY: `kill` has no memory preconditions; the pid is one of
+            // this test's isolated workers.
+            killed |= unsafe { libc::kill(pid, libc::SIGKILL) } == 0;
+        }
+    }
+    let done = child.wait_with_output().unwrap();
+    killed.then(|| {
+        let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+        (stderr, done.status.success())
+    })
+}
+
+#[test]
+fn a_killed_worker_fails_the_command_with_one_line_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, ..) = inputs(dir.path());
+    let out = dir.path().join("counts");
+    let names_before = support::names(dir.path());
+    let shm_before = shm();
+    // A worker found in /proc may end before the signal lands: try again.
+    let (stderr, _) = (0..5)
+        .find_map(|_| kill_a_worker(dir.path(), &text, &out).filter(|(_, succeeded)| !succeeded))
+        .expect("no run with a worker killed");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("SIGKILL"), "{stderr}");
+    assert!(stderr.contains(dir.path().to_str().unwrap()), "{stderr}");
+    assert_eq!(workers_on(dir.path()), Vec::<String>::new());
+    assert_eq!(shm(), shm_before);
+    assert_eq!(support::names(dir.path()), names_before);
 }

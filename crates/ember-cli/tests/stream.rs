@@ -224,7 +224,7 @@ fn bad_input_and_arguments_are_one_line_errors() {
             &["map", "sorting"],
             b"",
             "unknown job 'sorting' (known: histogram, inverted-index, kmeans, \
-             linear-regression, sort, string-match, wordcount)",
+             linear-regression, linear-regression-bytes, sort, string-match, wordcount)",
         ),
         (
             &["map", "wordcount", "--doc", "x"],

@@ -18,7 +18,7 @@ use crate::histogram::{self, CHANNELS, KEYS};
 
 /// A histogram key (`channel * 256 + value`, as [`crate::histogram`]'s),
 /// written `r:000` .. `b:255`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ChannelValue(pub u16);
 
 /// The channels in the order of their letters' text: blue, green, red.

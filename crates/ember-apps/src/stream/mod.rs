@@ -17,6 +17,11 @@
 //!   `sums<TAB>n,sx,sy,sxx,syy,sxy` line per map process; reduce writes
 //!   the sums and the fit as `key<TAB>value` lines (see
 //!   [`linear_regression`]).
+//! - `linear-regression-bytes`: points as pairs of signed bytes (what
+//!   `ember gen linreg` writes and `ember linear-regression` reads),
+//!   `0<TAB>SX` .. `4<TAB>SXY` lines: the five sums of
+//!   [`crate::linear_regression`] (the point count is the input's bytes
+//!   over two); an isolated run cuts it at even byte offsets.
 //! - `histogram`: one whole 24-bit BMP per map process (a BMP cannot be
 //!   cut at line boundaries), `r:000<TAB>pixels` lines summed over the
 //!   images (see [`histogram`]).
@@ -46,6 +51,7 @@ pub use string_match::TargetLines;
 use ember::stream::{Folding, Registry, StreamJob};
 use ember::{Error, Input, Malformed, MapResult};
 
+use crate::linear_regression::LinearRegression;
 use crate::wordcount::WordCount;
 
 /// The environment variable Hadoop Streaming names a map task's input
@@ -84,6 +90,14 @@ pub fn registry() -> Registry {
         |args| {
             no_arguments(args)?;
             Ok(Box::new(Regression) as Box<dyn StreamJob>)
+        },
+    );
+    registry.register(
+        "linear-regression-bytes",
+        "0<TAB>SX .. 4<TAB>SXY: the sums of points as pairs of signed bytes (ember gen linreg)",
+        |args| {
+            no_arguments(args)?;
+            Ok(Box::new(Folding(LinearRegression)) as Box<dyn StreamJob>)
         },
     );
     registry.register(
@@ -167,7 +181,7 @@ mod tests {
         assert!(
             e.contains(
                 "unknown job 'sorting' (known: histogram, inverted-index, kmeans, \
-                 linear-regression, sort, string-match, wordcount)"
+                 linear-regression, linear-regression-bytes, sort, string-match, wordcount)"
             ),
             "{e}"
         );

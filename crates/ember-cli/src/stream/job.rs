@@ -7,10 +7,12 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use ember::isolate::{self, Report};
+use ember::isolate;
 use ember::stream::{MapInput, Registry, StreamJob};
 use ember::tune::parse_size;
 use ember::{Input, RunOptions, Runtime};
+
+use crate::isolated::print_report;
 
 /// `ember stream job`.
 #[derive(ClapArgs)]
@@ -94,22 +96,4 @@ fn in_threads(job: &dyn StreamJob, a: &Args, out: &mut dyn Write) -> Result<()> 
     }
     job.reduce("<map output>", &mut &mapped[..], out)?;
     Ok(())
-}
-
-fn print_report(report: &Report) {
-    eprintln!(
-        "splits {}, worker processes {}, retries {}, page faults {} minor, {} major",
-        report.splits,
-        report.workers.len(),
-        report.retries(),
-        report.minor_faults(),
-        report.major_faults()
-    );
-    for w in &report.workers {
-        let death = w.death.map_or_else(|| "ok".to_string(), |d| d.to_string());
-        eprintln!(
-            "  pid {} split {} attempt {}: {death}, peak RSS {} KiB, faults {} minor, {} major",
-            w.pid, w.split, w.attempt, w.peak_rss_kib, w.minor_faults, w.major_faults
-        );
-    }
 }

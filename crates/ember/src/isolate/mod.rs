@@ -140,7 +140,7 @@ pub fn run(
         return Err(Error::Config("workers must be at least 1".into()));
     }
     let job = registry.job(name, args)?;
-    let splits = splits::cut(files, opts, job.map_input())?;
+    let splits = splits::cut(files, opts, splits::Boundary::of(job.as_ref()))?;
     let program = std::env::current_exe().map_err(|e| Error::io("<current executable>", e))?;
     let launch = spawn::Launch {
         program,

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use super::Options;
 use crate::error::{Error, Result};
-use crate::stream::MapInput;
+use crate::job::Records;
+use crate::stream::{MapInput, StreamJob};
 
 /// Splits a worker should get, on average, so that the last ones end
 /// evenly.
@@ -18,8 +19,30 @@ const MAX_SPLIT: u64 = 64 << 20;
 /// Bytes read at a time while looking for a split's end.
 const PROBE: usize = 64 << 10;
 
-/// A byte range of a file that starts at the start of a line and ends after
-/// a newline (or at the end of the file).
+/// Where a split of a file may end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Boundary {
+    /// After a newline.
+    Line,
+    /// At a multiple of this many bytes (fixed-size records).
+    Multiple(u64),
+    /// Only at the end of the file: a file is one split.
+    File,
+}
+
+impl Boundary {
+    /// The boundary of `job`'s input: its map input whole, or its records.
+    pub(super) fn of(job: &dyn StreamJob) -> Boundary {
+        match (job.map_input(), job.records()) {
+            (MapInput::Whole, _) | (_, Records::Whole) => Boundary::File,
+            (_, Records::Fixed(size)) => Boundary::Multiple(size.max(1) as u64),
+            _ => Boundary::Line,
+        }
+    }
+}
+
+/// A byte range of a file that starts at a boundary and ends at the next
+/// one at or after its target end (or at the end of the file).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Split {
     pub(super) path: PathBuf,
@@ -28,10 +51,11 @@ pub(super) struct Split {
 }
 
 /// `files` cut into splits of about the options' size, each ending at the
-/// first newline at or after its target end, or, for a job whose map takes
-/// its input whole ([`MapInput::Whole`]: an image, a block of binary
-/// records), one split per file; empty files have none.
-pub(super) fn cut(files: &[PathBuf], opts: &Options, input: MapInput) -> Result<Vec<Split>> {
+/// first boundary at or after its target end: after a newline, at a
+/// multiple of a record's size, or, for a job whose map takes its input
+/// whole (an image, a block of binary records), at the end of the file;
+/// empty files have none.
+pub(super) fn cut(files: &[PathBuf], opts: &Options, boundary: Boundary) -> Result<Vec<Split>> {
     let mut sized = Vec::with_capacity(files.len());
     for path in files {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
@@ -42,8 +66,8 @@ pub(super) fn cut(files: &[PathBuf], opts: &Options, input: MapInput) -> Result<
         sized.push((path, file, meta.len()));
     }
     let total: u64 = sized.iter().map(|(_, _, len)| len).sum();
-    let size = match input {
-        MapInput::Whole => Some(u64::MAX),
+    let size = match boundary {
+        Boundary::File => Some(u64::MAX),
         _ => opts.split_size,
     };
     let size = size.unwrap_or_else(|| {
@@ -56,9 +80,12 @@ pub(super) fn cut(files: &[PathBuf], opts: &Options, input: MapInput) -> Result<
     for (path, file, len) in sized {
         let mut start = 0;
         while start < len {
-            let end = match start.saturating_add(size) {
-                target if target >= len => len,
-                target => line_end(path, &file, target - 1, len)?,
+            let end = match (start.saturating_add(size), boundary) {
+                (target, _) if target >= len => len,
+                (target, Boundary::Multiple(record)) => {
+                    (target - target % record).max(start + record).min(len)
+                }
+                (target, _) => line_end(path, &file, target - 1, len)?,
             };
             splits.push(Split {
                 path: path.clone(),
@@ -105,7 +132,7 @@ mod tests {
                 split_size: Some(size),
                 ..Options::default()
             };
-            let splits = cut(&[a.clone(), empty.clone()], &opts, MapInput::Streamed).unwrap();
+            let splits = cut(&[a.clone(), empty.clone()], &opts, Boundary::Line).unwrap();
             let text = std::fs::read(&a).unwrap();
             let mut at = 0;
             for s in &splits {
@@ -115,6 +142,27 @@ mod tests {
                 at = s.end;
             }
             assert_eq!(at, text.len() as u64);
+        }
+    }
+
+    #[test]
+    fn fixed_size_records_are_never_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        std::fs::write(&a, [b'\n'; 23]).unwrap();
+        for size in 1..30 {
+            let opts = Options {
+                split_size: Some(size),
+                ..Options::default()
+            };
+            let splits = cut(std::slice::from_ref(&a), &opts, Boundary::Multiple(4)).unwrap();
+            let mut at = 0;
+            for s in &splits {
+                assert_eq!(s.start, at, "size {size}");
+                assert!(s.end > s.start && (s.end % 4 == 0 || s.end == 23));
+                at = s.end;
+            }
+            assert_eq!(at, 23);
         }
     }
 
@@ -134,7 +182,7 @@ mod tests {
             ..Options::default()
         };
         let files = [a.clone(), empty, b.clone()];
-        let splits = cut(&files, &opts, MapInput::Whole).unwrap();
+        let splits = cut(&files, &opts, Boundary::File).unwrap();
         let whole = |path: &PathBuf, end| Split {
             path: path.clone(),
             start: 0,

@@ -10,7 +10,7 @@ use super::text::Text;
 use crate::combine::Combiner;
 use crate::error::{Error, Result};
 use crate::input::Input;
-use crate::job::{Job, StateOf};
+use crate::job::{Job, Records, StateOf};
 use crate::options::RunOptions;
 use crate::runtime::Runtime;
 use crate::stats::Stats;
@@ -85,6 +85,15 @@ pub trait StreamJob: Send + Sync {
     fn map_input(&self) -> MapInput {
         MapInput::Streamed
     }
+    /// The job's records, which tell an isolated run
+    /// ([`crate::isolate::run`]) where a split of a file may end:
+    /// [`Records::Fixed`] at a multiple of the record size, anything else
+    /// after a newline (the default, [`Records::Lines`]). A job whose map
+    /// takes its input whole ([`MapInput::Whole`]) gets each file as one
+    /// split whatever this says.
+    fn records(&self) -> Records {
+        Records::Lines
+    }
     /// Maps `input` on `runtime` with `opts` and writes the partial
     /// aggregates: one `key<TAB>state` line per distinct key, in the
     /// order of the keys' text (the order reduce reads).
@@ -117,6 +126,10 @@ where
     StateOf<J>: Text,
     J::Out: Text,
 {
+    fn records(&self) -> Records {
+        self.0.records()
+    }
+
     fn map(
         &self,
         runtime: &Runtime,

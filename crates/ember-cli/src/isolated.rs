@@ -1,0 +1,197 @@
+//! `--isolate` on the workload commands: the command's job, taken from the
+//! built-in streaming registry by name, runs through [`ember::isolate::run`]
+//! (every split mapped in a worker process of its own, docs/isolation.md),
+//! and its reduced `key<TAB>output` lines come back decoded as the typed
+//! pairs the command's thread mode has, which the command prints with its
+//! own output code. One adaptor for every command: a command only turns
+//! the pairs into its result type.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use ember::isolate::{self, Report};
+use ember::stream::Text;
+use ember::Stats;
+
+use crate::common::RunArgs;
+use crate::hdfs;
+
+/// The options of a command that can run its job isolated.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct IsolateArgs {
+    /// Map every split in a worker process of its own (--threads of them
+    /// at once): a map that crashes costs a retry of its split, not the
+    /// run (docs/isolation.md). The output is the thread mode's.
+    #[arg(long)]
+    pub(crate) isolate: bool,
+    /// With --isolate: further attempts of a split whose worker died.
+    #[arg(long, default_value_t = 1, requires = "isolate")]
+    pub(crate) retries: u32,
+}
+
+/// An isolated run's result: the reduced pairs, sorted by key, and what of
+/// the thread mode's stats it knows.
+pub(crate) struct Isolated<K, V> {
+    /// Every key and its output, in key order.
+    pub(crate) pairs: Vec<(K, V)>,
+    /// The input's bytes and parts, the workers, the splits, the distinct
+    /// keys and the run's wall time; the rest is zero.
+    pub(crate) stats: Stats,
+    /// The command's options for reporting the run: `--stats` is off, its
+    /// worker-process report already printed.
+    pub(crate) run: RunArgs,
+}
+
+/// Runs the registry's job `job` (made from `args`) over `files` in worker
+/// processes as `run` and `iso` say, and decodes its reduced lines as
+/// `K<TAB>V`. Run options a worker cannot honour are a one-line error
+/// naming the option.
+pub(crate) fn run<K: Text + Ord, V: Text>(
+    run: &RunArgs,
+    iso: &IsolateArgs,
+    job: &str,
+    args: &[String],
+    files: &[PathBuf],
+) -> Result<Isolated<K, V>> {
+    let mut out = Vec::new();
+    let (mut stats, run) = run_into(run, iso, job, args, files, &mut out)?;
+    let mut pairs = decode::<K, V>(&out)?;
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    stats.distinct_keys = pairs.len() as u64;
+    Ok(Isolated { pairs, stats, run })
+}
+
+/// Runs the registry's job as [`run`] does, but writes its reduce's output
+/// to `out` as it is (sort's records). Returns what [`Isolated`] has but
+/// the pairs.
+pub(crate) fn run_into(
+    run: &RunArgs,
+    iso: &IsolateArgs,
+    job: &str,
+    args: &[String],
+    files: &[PathBuf],
+    out: &mut dyn Write,
+) -> Result<(Stats, RunArgs)> {
+    if let Some(option) = unsupported(run) {
+        bail!("{option}: not with --isolate (a worker maps its split with the job's defaults)");
+    }
+    if let Some(f) = files
+        .iter()
+        .find(|f| *f == Path::new("-") || hdfs::is_url(f))
+    {
+        bail!("--isolate: reads local files, not '{}'", f.display());
+    }
+    let opts = isolate::Options {
+        workers: run.threads.unwrap_or(isolate::Options::default().workers),
+        retries: iso.retries,
+        split_size: run.split_size,
+    };
+    let started = Instant::now();
+    let registry = ember_apps::stream::registry();
+    let report = isolate::run(&registry, job, args, files, &opts, out)?;
+    let mut stats = Stats::default();
+    stats.threads = opts.workers;
+    stats.input_parts = files.len();
+    for f in files {
+        let meta = std::fs::metadata(f).with_context(|| format!("'{}'", f.display()))?;
+        stats.input_bytes += meta.len();
+    }
+    stats.splits = report.splits;
+    stats.total_secs = started.elapsed().as_secs_f64();
+    if run.stats {
+        print_report(&report);
+    }
+    let run = RunArgs {
+        stats: false,
+        ..run.clone()
+    };
+    Ok((stats, run))
+}
+
+/// The first option of `run` set to what a worker process cannot do (it
+/// maps with the job's default container, reading, mode and memory, and
+/// writes no stats file or trace).
+fn unsupported(run: &RunArgs) -> Option<&'static str> {
+    let set = [
+        (
+            run.container != ember::ContainerKind::default(),
+            "--container",
+        ),
+        (run.ingest != ember::tune::Ingest::default(), "--ingest"),
+        (run.chunk_size.is_some(), "--chunk-size"),
+        (
+            run.chunk_buffers != ember::tune::DEFAULT_CHUNK_BUFFERS,
+            "--chunk-buffers",
+        ),
+        (run.mode != ember::tune::Mode::default(), "--mode"),
+        (run.buffer_size.is_some(), "--buffer-size"),
+        (run.max_buffered.is_some(), "--max-buffered"),
+        (run.memory_limit.is_some(), "--memory-limit"),
+        (run.spill_dir.is_some(), "--spill-dir"),
+        (run.stats_json.is_some(), "--stats-json"),
+        (run.trace.is_some(), "--trace"),
+    ];
+    set.into_iter().find_map(|(set, name)| set.then_some(name))
+}
+
+/// The `key<TAB>output` lines of a reduce, in their [`Text`] forms.
+fn decode<K: Text, V: Text>(lines: &[u8]) -> Result<Vec<(K, V)>> {
+    let mut pairs = Vec::new();
+    for (i, line) in lines.split(|&b| b == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let tab = memchr::memchr(b'\t', line);
+        let pair =
+            tab.and_then(|t| Some((K::read_text(&line[..t])?, V::read_text(&line[t + 1..])?)));
+        match pair {
+            Some(pair) => pairs.push(pair),
+            None => bail!(
+                "the isolated run's output line {}: unreadable '{}'",
+                i + 1,
+                String::from_utf8_lossy(line)
+            ),
+        }
+    }
+    Ok(pairs)
+}
+
+/// Every worker process of an isolated run, on standard error: its split,
+/// attempt, how it died if it did, peak RSS and page faults.
+pub(crate) fn print_report(report: &Report) {
+    eprintln!(
+        "splits {}, worker processes {}, retries {}, page faults {} minor, {} major",
+        report.splits,
+        report.workers.len(),
+        report.retries(),
+        report.minor_faults(),
+        report.major_faults()
+    );
+    for w in &report.workers {
+        let death = w.death.map_or_else(|| "ok".to_string(), |d| d.to_string());
+        eprintln!(
+            "  pid {} split {} attempt {}: {death}, peak RSS {} KiB, faults {} minor, {} major",
+            w.pid, w.split, w.attempt, w.peak_rss_kib, w.minor_faults, w.major_faults
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ember::Bytes;
+
+    #[test]
+    fn reduced_lines_decode_escaped_keys_and_reject_a_line_without_a_tab() {
+        let pairs = decode::<Bytes, u64>(b"a\\tb\t2\ncaf\\xff\t7\n").unwrap();
+        assert_eq!(
+            pairs,
+            vec![(Bytes::new(b"a\tb"), 2), (Bytes::new(b"caf\xff"), 7)]
+        );
+        let e = decode::<Bytes, u64>(b"a\t1\nno tab\n").unwrap_err();
+        assert!(e.to_string().contains("line 2: unreadable 'no tab'"), "{e}");
+    }
+}
