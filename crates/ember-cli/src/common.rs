@@ -103,14 +103,6 @@ impl Workers {
             _ => Workers::Asked(threads),
         }
     }
-
-    /// The worker count, if set (else one per CPU).
-    fn threads(self) -> Option<usize> {
-        match self {
-            Workers::Asked(t) => t,
-            Workers::SmallInput { .. } => Some(1),
-        }
-    }
 }
 
 impl std::fmt::Display for Workers {
@@ -141,11 +133,22 @@ impl RunArgs {
         Ok((self.runtime_with(workers)?, workers))
     }
 
+    /// A small input's one worker is the calling thread: it starts no
+    /// thread (see [`ember::RuntimeBuilder::on_caller`]). Its run spills
+    /// only under `--memory-limit` (the default budget, three quarters of
+    /// the memory the process may have, is far above what the container
+    /// of 64 KiB of input holds), so only then, or for an input that is
+    /// not small, does a run need the signal thread to remove its spill
+    /// directory on a signal ([`output::watch`]).
     fn runtime_with(&self, workers: Workers) -> Result<Runtime> {
-        let mut b = Runtime::builder();
-        if let Some(t) = workers.threads() {
-            b = b.threads(t);
+        if !matches!(workers, Workers::SmallInput { .. }) || self.memory_limit.is_some() {
+            output::watch()?;
         }
+        let b = match workers {
+            Workers::Asked(Some(t)) => Runtime::builder().threads(t),
+            Workers::Asked(None) => Runtime::builder(),
+            Workers::SmallInput { .. } => Runtime::builder().on_caller(),
+        };
         Ok(b.build()?)
     }
 

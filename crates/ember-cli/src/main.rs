@@ -88,7 +88,13 @@ fn main() -> ExitCode {
     common::quiet_worker_panics();
     let cli = Cli::parse();
     output::set_sync(cli.sync);
-    if let Err(e) = output::on_signals() {
+    // Word count starts the signal thread only when it needs one (see
+    // `RunArgs::runtime_for`); every other command starts it now.
+    let lazy = matches!(cli.command, Command::Wordcount(_));
+    if let Err(e) = output::on_signals().and_then(|()| match lazy {
+        true => Ok(()),
+        false => output::watch(),
+    }) {
         eprintln!("ember: cannot handle signals: {e}");
         return ExitCode::FAILURE;
     }

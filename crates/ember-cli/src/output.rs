@@ -6,7 +6,7 @@
 //! and flushed ([`Sink::finish`]); with `--sync`, it is also synced to disk
 //! first (the file's data, then the folder's entry after the rename). On an
 //! error or a panic the temporary file is dropped and removed; on SIGINT,
-//! SIGTERM or SIGHUP the signal thread ([`on_signals`]) removes every
+//! SIGTERM or SIGHUP the signal thread ([`watch`]) removes every
 //! temporary file still pending and every spill directory in use, kills
 //! the commands of `ember stream` still running, prints one line and
 //! exits with 128 + the signal number (130 for Ctrl-C). A second signal
@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::{Context, Result};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 use tempfile::NamedTempFile;
 
 /// Temporary files not yet renamed over their targets: what a signal
@@ -41,18 +42,65 @@ pub(crate) fn set_sync(sync: bool) {
     SYNC.store(sync, Ordering::Relaxed);
 }
 
-/// Starts the thread that cleans up and exits on SIGINT, SIGTERM and
-/// SIGHUP.
+/// Whether the signal thread runs. Until it does, a command has nothing
+/// to clean up, and a signal's first handler prints the line and exits
+/// at once.
+static WATCHING: AtomicBool = AtomicBool::new(false);
+
+/// The signals caught for the signal thread, until [`watch`] starts it.
+static CAUGHT: Mutex<Option<Signals>> = Mutex::new(None);
+
+/// What a signal prints.
+const INTERRUPTED: &str = "ember: interrupted\n";
+
+/// Handles SIGINT, SIGTERM and SIGHUP: exits with 128 + the signal
+/// number after one line on standard error, having first removed what
+/// is pending if [`watch`] started the signal thread. No thread starts
+/// here: a command over a small input, which creates nothing to remove,
+/// never starts one.
 pub(crate) fn on_signals() -> Result<()> {
     let signals = [SIGINT, SIGTERM, SIGHUP];
     let exiting = Arc::new(AtomicBool::new(false));
     for sig in signals {
+        // Registered first, so that it runs first.
+        // SAFETY: the action is async-signal-safe: it reads an atomic,
+        // writes a static string with `write` and ends the process with
+        // `_exit`, and allocates and locks nothing.
+        unsafe { signal_hook::low_level::register(sig, move || exit_unless_watching(sig)) }?;
         // A signal while the first one is handled ends the process at once
         // (registered before the flag, so the first signal does not).
         signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&exiting))?;
         signal_hook::flag::register(sig, Arc::clone(&exiting))?;
     }
-    let mut caught = signal_hook::iterator::Signals::new(signals)?;
+    *caught() = Some(Signals::new(signals)?);
+    Ok(())
+}
+
+/// Ends the process for `sig` if the signal thread is not running (in a
+/// signal handler: async-signal-safe calls only).
+fn exit_unless_watching(sig: i32) {
+    if !WATCHING.load(Ordering::SeqCst) {
+        // SAFETY: `write` is async-signal-safe and the buffer is a static
+        // string of the length given.
+        unsafe { libc::write(2, INTERRUPTED.as_ptr().cast(), INTERRUPTED.len()) };
+        signal_hook::low_level::exit(128 + sig);
+    }
+}
+
+fn caught() -> MutexGuard<'static, Option<Signals>> {
+    // A panic while the slot was held leaves it valid (a take or a store).
+    CAUGHT.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Starts the thread that cleans up and exits on SIGINT, SIGTERM and
+/// SIGHUP, if [`on_signals`] set them up and it is not running yet: to
+/// be called before creating anything a signal must remove (a temporary
+/// output file, a spill directory, a child process).
+pub(crate) fn watch() -> Result<()> {
+    let mut slot = caught();
+    let Some(mut caught) = slot.take() else {
+        return Ok(());
+    };
     std::thread::Builder::new()
         .name("ember-signals".into())
         .spawn(move || {
@@ -65,10 +113,11 @@ pub(crate) fn on_signals() -> Result<()> {
                 ember::spill::remove_live_dirs();
                 crate::stream::kill_children();
                 ember::isolate::kill_workers();
-                eprintln!("ember: interrupted");
+                eprint!("{INTERRUPTED}");
                 std::process::exit(128 + sig);
             }
         })?;
+    WATCHING.store(true, Ordering::SeqCst);
     Ok(())
 }
 
@@ -116,6 +165,7 @@ pub(crate) fn create(path: &Path) -> Result<Sink> {
         _ => Path::new("."),
     };
     let name = path.file_name().with_context(cannot)?.to_string_lossy();
+    watch()?;
     let mut list = pending();
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))

@@ -1,6 +1,6 @@
 //! `ember wordcount` and `ember demo`.
 
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -105,7 +105,8 @@ fn summarize(
 ) -> Result<()> {
     // With every count on standard output (`-o -`), the top words would
     // repeat some of them: only the summary line goes (to standard error).
-    let mut summary = summary_out(output.map(PathBuf::as_path));
+    // Written in one go, not a system call per line.
+    let mut summary = BufWriter::new(summary_out(output.map(PathBuf::as_path)));
     if output.is_none_or(|p| p.as_os_str() != "-") {
         for (word, n) in best {
             summary.write_all(word.as_bytes())?;
@@ -120,6 +121,7 @@ fn summarize(
         stats.input_bytes as f64 / 1e6,
         stats.total_secs
     )?;
+    summary.flush()?;
     a.report(stats)
 }
 

@@ -96,6 +96,18 @@ fn a_small_input_on_one_worker_counts_what_every_thread_count_counts() {
             plain,
             "{bytes} bytes"
         );
+        // The top words on standard output, written in one go, are those
+        // of one thread too (the summary line's time left out).
+        let top = |extra: &[&str]| {
+            let out = ember(&[&["wordcount", f, "-k", "3"], extra].concat());
+            assert!(out.status.success());
+            let text = String::from_utf8(out.stdout).unwrap();
+            let lines = text
+                .lines()
+                .map(|l| l.split(" in ").next().unwrap().to_string());
+            lines.collect::<Vec<_>>()
+        };
+        assert_eq!(top(&[]), top(&["-t", "1"]), "{bytes} bytes");
         // The decision shows under --stats, for small inputs only.
         let stats = ember(&["wordcount", f, "--stats"]);
         let said = String::from_utf8_lossy(&stats.stderr).contains("workers   1: the input");

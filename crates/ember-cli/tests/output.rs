@@ -254,3 +254,49 @@ fn standard_output_holds_only_the_results() {
         );
     }
 }
+
+/// Whether process `pid` catches SIGINT (its `SigCgt` mask in /proc).
+fn catches_sigint(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGINT - 1)) != 0)
+}
+
+/// A word count over a small input starts no signal thread; a signal
+/// still prints the one line and exits with 128 + its number. The run
+/// waits in opening its output, a named pipe nobody reads.
+#[test]
+fn a_small_run_without_the_signal_thread_still_says_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "a few words\n").unwrap();
+    let fifo = dir.path().join("out.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `mkfifo` reads a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut child = ember()
+        .arg("wordcount")
+        .arg(&input)
+        .arg("-o")
+        .arg(&fifo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !catches_sigint(child.id()) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("ember ended ({status}) before it handled signals");
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no handler");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: `kill` only sends a signal to the child we started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "ember: interrupted\n");
+}

@@ -162,7 +162,7 @@ impl<'a> Input<'a> {
                 for p in &paths {
                     total += std::fs::metadata(p).map_err(|e| Error::io(p, e))?.len();
                 }
-                available_memory().is_some_and(|avail| total > avail / 2)
+                crate::memory::available().is_some_and(|avail| total > avail / 2)
             }
         };
         if !stream {
@@ -300,14 +300,6 @@ fn open_file(path: &Path) -> Result<File> {
         });
     }
     Ok(file)
-}
-
-/// Bytes of memory the OS reports available (Linux), if it says.
-fn available_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 fn map_file(path: &Path) -> Result<Part<'static>> {

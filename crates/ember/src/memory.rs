@@ -72,29 +72,69 @@ impl Budget {
 /// files per run.
 pub fn default_limit() -> u64 {
     static LAST: Mutex<Option<(Instant, u64)>> = Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+    recent(&LAST, || {
+        let available = available().unwrap_or(4 << 30);
+        cgroup_limit().map_or(available, |c| c.min(available)) / 4 * 3
+    })
+}
+
+/// The memory the kernel reports available (`MemAvailable`), in bytes, if
+/// it says; read at most once a second per process, so that opening an
+/// input and budgeting its run read `/proc/meminfo` once.
+pub(crate) fn available() -> Option<u64> {
+    static LAST: Mutex<Option<(Instant, Option<u64>)>> = Mutex::new(None);
+    recent(&LAST, meminfo_available)
+}
+
+/// The value `last` holds if it was read less than a second ago, else a
+/// fresh one from `read`, kept in `last`.
+fn recent<T: Copy>(last: &Mutex<Option<(Instant, T)>>, read: impl FnOnce() -> T) -> T {
+    let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
     match *last {
-        Some((at, limit)) if at.elapsed() < Duration::from_secs(1) => limit,
+        Some((at, value)) if at.elapsed() < Duration::from_secs(1) => value,
         _ => {
-            let available = meminfo_available().unwrap_or(4 << 30);
-            let limit = cgroup_limit().map_or(available, |c| c.min(available)) / 4 * 3;
-            *last = Some((Instant::now(), limit));
-            limit
+            let value = read();
+            *last = Some((Instant::now(), value));
+            value
         }
     }
 }
 
 /// `MemAvailable` from `/proc/meminfo`, in bytes.
 fn meminfo_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let text = read_small("/proc/meminfo")?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
 
+/// The text of a small kernel file (`/proc`, `/sys`). Such files report
+/// no size, so a plain read to the end asks for it first and then reads
+/// in small, growing pieces: one buffer of 16 KiB (grown if filled) takes
+/// them in one read and the read that finds the end.
+fn read_small(path: impl AsRef<Path>) -> Option<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut text = vec![0; 16 << 10];
+    let mut len = 0;
+    loop {
+        if len == text.len() {
+            text.resize(2 * len, 0);
+        }
+        match file.read(&mut text[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    text.truncate(len);
+    String::from_utf8(text).ok()
+}
+
 /// The memory limit of this process's cgroup, if it has one.
 fn cgroup_limit() -> Option<u64> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let own = read_small("/proc/self/cgroup")?;
     own.lines().find_map(|line| {
         // "0::/path" (v2) or "N:memory:/path" (v1).
         let mut fields = line.splitn(3, ':');
@@ -109,7 +149,7 @@ fn cgroup_limit() -> Option<u64> {
             _ => return None,
         };
         // "max" (v2) or a huge number (v1) both mean no limit.
-        let text = std::fs::read_to_string(file).ok()?;
+        let text = read_small(file)?;
         text.trim().parse::<u64>().ok().filter(|&b| b < 1 << 60)
     })
 }
@@ -161,6 +201,19 @@ mod tests {
         assert_eq!(b.share(2 << 20, 2), 4 << 20);
         assert_eq!(b.share(20 << 20, 2), MIN_SHARE);
         assert_eq!(Budget::new(Some(0)).share(0, 4), MIN_SHARE);
+    }
+
+    #[test]
+    fn small_kernel_files_and_larger_ones_read_whole() {
+        let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+        assert_eq!(read_small("/proc/self/cgroup").unwrap(), cgroup);
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big");
+        let text: String = (0..5000).map(|i| format!("{i}\n")).collect();
+        assert!(text.len() > 16 << 10);
+        std::fs::write(&big, &text).unwrap();
+        assert_eq!(read_small(&big).unwrap(), text);
+        assert_eq!(read_small(dir.path().join("none")), None);
     }
 
     #[test]

@@ -70,12 +70,28 @@ pub struct RuntimeBuilder {
     spill_dir: Option<PathBuf>,
     topology: Option<Topology>,
     locality: Locality,
+    on_caller: bool,
 }
 
 impl RuntimeBuilder {
     /// Worker threads (default: the number of CPUs).
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = Some(n);
+        self
+    }
+
+    /// One worker, which is the thread that calls [`build`](Self::build):
+    /// no thread is started, and every phase of every run maps, reduces
+    /// and merges on that thread (for a run too small to repay starting
+    /// one, such as a command's one job over a small input). The runtime
+    /// must be used from that thread only: a run from another thread
+    /// panics. That thread stays one of the pool's after the runtime is
+    /// dropped (rayon's `use_current_thread`), so it cannot build a second
+    /// such runtime ([`Error::Config`]), and rayon's global pool, used
+    /// from it, runs on it alone. A thread count other than one is
+    /// refused.
+    pub fn on_caller(mut self) -> Self {
+        self.on_caller = true;
         self
     }
 
@@ -134,17 +150,28 @@ impl RuntimeBuilder {
 
     /// Starts the worker threads.
     pub fn build(self) -> Result<Runtime> {
-        let threads = match self.threads {
-            Some(0) => return Err(Error::Config("threads must be at least 1".into())),
-            Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        let threads = match (self.threads, self.on_caller) {
+            (Some(0), _) => return Err(Error::Config("threads must be at least 1".into())),
+            (Some(1) | None, true) => 1,
+            (Some(n), true) => {
+                return Err(Error::Config(format!(
+                    "a runtime on the calling thread has one worker, not {n}"
+                )))
+            }
+            (Some(n), false) => n,
+            (None, false) => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
         if self.split_size == Some(0) {
             return Err(Error::Config("split size must be at least 1 byte".into()));
         }
         let topology = self.topology.unwrap_or_else(Topology::detect);
+        let place = (topology, self.locality);
+        let pool = match self.on_caller {
+            true => Pool::on_caller(place)?,
+            false => Pool::on(threads, self.pin, place)?,
+        };
         Ok(Runtime {
-            pool: Pool::on(threads, self.pin, (topology, self.locality))?,
+            pool,
             ingest: IngestThread::new(),
             split_size: self.split_size,
             memory_limit: self.memory_limit,

@@ -494,3 +494,39 @@ fn a_run_from_a_larger_foreign_pool_works() {
         );
     }
 }
+
+/// A runtime on the calling thread maps on that thread only and counts
+/// what a pool of one thread counts, for tiny and whole-input splits, in
+/// either mode; it refuses other thread counts, a second one on the same
+/// thread, and runs from another thread.
+#[test]
+fn a_runtime_on_the_calling_thread_runs_there_and_counts_the_same() {
+    use ember::tune::Mode;
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let one = Runtime::builder().threads(1).build().unwrap();
+    let rt = Runtime::builder().on_caller().build().unwrap();
+    assert_eq!(rt.threads(), 1);
+    let me = std::thread::current().id();
+    for split in [16, 4096, 1 << 20] {
+        for mode in [Mode::Barrier, Mode::Pipelined] {
+            let opts = RunOptions::default().split_size(split).mode(mode);
+            let (ran, elsewhere) = (Mutex::new(HashSet::new()), Mutex::new(HashSet::new()));
+            let got = rt.run_with(&job(&ran), &Input::bytes(&data), &opts);
+            let want = one.run_with(&job(&elsewhere), &Input::bytes(&data), &opts);
+            let label = format!("split {split}, {mode}");
+            assert_eq!(got.unwrap().pairs, want.unwrap().pairs, "{label}");
+            assert_eq!(ran.into_inner().unwrap(), HashSet::from([me]), "{label}");
+        }
+    }
+    assert_eq!(rt.install(|| std::thread::current().id()), me);
+    let refused = |b: ember::RuntimeBuilder| matches!(b.build(), Err(Error::Config(_)));
+    assert!(refused(Runtime::builder().on_caller()));
+    assert!(refused(Runtime::builder().on_caller().threads(2)));
+    let threads = Mutex::new(HashSet::new());
+    let from_another = std::thread::scope(|s| {
+        s.spawn(|| rt.run(&job(&threads), &Input::bytes(&data)))
+            .join()
+    });
+    assert!(matches!(from_another, Err(_) | Ok(Err(_))));
+    assert!(threads.into_inner().unwrap().is_empty());
+}

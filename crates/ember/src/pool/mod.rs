@@ -67,6 +67,9 @@ pub(crate) struct Pool {
     /// The node of each worker, by worker index.
     nodes: Vec<usize>,
     locality: Locality,
+    /// The thread that is the one worker, for a pool on the calling thread
+    /// ([`Pool::on_caller`]): no other thread may use it.
+    caller: Option<std::thread::ThreadId>,
 }
 
 impl Pool {
@@ -113,7 +116,39 @@ impl Pool {
             topology,
             nodes,
             locality,
+            caller: None,
         })
+    }
+
+    /// One worker, which is the calling thread (rayon's
+    /// `use_current_thread`): no thread is started, and the caller, never
+    /// bound or pinned, runs every phase itself. Fails if the calling
+    /// thread is already a worker of a pool (one such pool per thread).
+    pub(crate) fn on_caller((topology, locality): (Topology, Locality)) -> Result<Pool> {
+        let inner = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .use_current_thread()
+            .build()
+            .map_err(|e| Error::Config(format!("cannot run on the calling thread: {e}")))?;
+        let node = topology.slots()[0].0;
+        Ok(Pool {
+            inner,
+            topology,
+            nodes: vec![node],
+            locality,
+            caller: Some(std::thread::current().id()),
+        })
+    }
+
+    /// Refuses a pool on the calling thread to any other thread: a job
+    /// handed to it from there would wait for a worker that never takes it.
+    fn check_thread(&self) {
+        if let Some(caller) = self.caller {
+            assert!(
+                std::thread::current().id() == caller,
+                "a runtime built on the calling thread runs only on that thread"
+            );
+        }
     }
 
     /// The nodes the workers are placed on.
@@ -145,12 +180,14 @@ impl Pool {
     /// Runs `f(worker_index)` once on every worker and returns the results in
     /// worker order.
     pub(crate) fn broadcast<R: Send>(&self, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+        self.check_thread();
         self.inner.broadcast(|ctx| f(ctx.index()))
     }
 
     /// Runs `f` inside the pool, so rayon's parallel iterators in it use the
     /// pool's workers.
     pub(crate) fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.check_thread();
         self.inner.install(f)
     }
 }
