@@ -142,13 +142,17 @@ pub struct MemoryStats {
     /// Times a worker wrote its container to disk.
     pub spills: u64,
     /// Sorted runs written (one per partition per spill, empty ones
-    /// skipped).
+    /// skipped; one per spill for a job whose keys are unique).
     pub spill_runs: u64,
     /// Bytes written to spill files.
     pub spilled_bytes: u64,
     /// Seconds the workers spent spilling (sorting and writing), summed
     /// over the workers.
     pub spill_secs: f64,
+    /// Seconds the merge of the spilled runs took (reading them back,
+    /// joining, reducing and handing the keys over: the reduce phase of a
+    /// run that spilled), wall time; 0 if nothing was spilled.
+    pub merge_secs: f64,
 }
 
 impl Stats {
@@ -278,10 +282,12 @@ impl Stats {
                 0 => writeln!(f, ", nothing spilled")?,
                 n => writeln!(
                     f,
-                    ", {n} spills: {} runs, {:.1} MiB written in {:.3} s (all workers)",
+                    ", {n} spills: {} runs, {:.1} MiB written in {:.3} s (all workers), \
+                     merged in {:.3} s",
                     m.spill_runs,
                     mib(m.spilled_bytes),
-                    m.spill_secs
+                    m.spill_secs,
+                    m.merge_secs
                 )?,
             }
         }

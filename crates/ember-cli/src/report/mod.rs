@@ -281,10 +281,11 @@ fn spilled(m: &Value) -> String {
     match m["spills"].as_u64().unwrap_or(0) {
         0 => "nothing spilled".into(),
         n => format!(
-            "{n} spills: {} runs, {:.1} MiB in {:.3} s",
+            "{n} spills: {} runs, {:.1} MiB in {:.3} s, merged in {:.3} s",
             plain(&m["spill_runs"]),
             m["spilled_bytes"].as_f64().unwrap_or(0.0) / (1u64 << 20) as f64,
-            m["spill_secs"].as_f64().unwrap_or(0.0)
+            m["spill_secs"].as_f64().unwrap_or(0.0),
+            m["merge_secs"].as_f64().unwrap_or(0.0)
         ),
     }
 }

@@ -134,6 +134,9 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
         drop(phase);
         stats.reduce_tasks = tasks;
         stats.reduce_secs = secs(reduce_start.elapsed());
+        if spilled {
+            stats.memory.merge_secs = stats.reduce_secs;
+        }
         stats.map_busy_secs = map_busy.secs();
         stats.reduce_busy_secs = reduce_busy.secs();
         stats.utilization = utilization(

@@ -158,6 +158,8 @@ pub(crate) fn memory_stats<C, J: Job>(s: &Spiller<'_, J>, workers: &[Worker<C>])
         spill_runs: writers().map(|w| w.runs() as u64).sum(),
         spilled_bytes: writers().map(Writer::bytes).sum(),
         spill_secs: workers.iter().map(|w| w.spill_secs).sum(),
+        // Set once the reduce phase has merged the runs.
+        merge_secs: 0.0,
     }
 }
 

@@ -58,7 +58,8 @@ pub(crate) trait Container<K: Key, V, C: Combiner<V>>: Emit<K, V> + Send {
     /// Splits the container into its partitions, in partition order.
     fn into_parts(self) -> Vec<Self::Part>;
     /// Takes every entry out as (key, state) pairs, per partition in
-    /// partition order (keys in no particular order), and leaves the
+    /// partition order (keys in no particular order; a container whose
+    /// keys belong to no partition gives one part), and leaves the
     /// container empty and ready for more pairs: what a worker spills.
     fn drain(&mut self, combiner: &C) -> Vec<Vec<(K, C::State)>>;
     /// Joins partition `p` of every worker (states merged with

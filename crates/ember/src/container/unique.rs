@@ -56,8 +56,11 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for UniqueContainer<K, V, C> 
         chunks(self.pairs, self.partitions)
     }
 
+    /// Everything as one part: unique keys are in no partition (any cut of
+    /// them is as good), and one part spills as one sorted run rather
+    /// than one per partition, so a merge has fewer runs to choose from.
     fn drain(&mut self, _combiner: &C) -> Vec<Vec<(K, C::State)>> {
-        chunks(std::mem::take(&mut self.pairs), self.partitions)
+        vec![std::mem::take(&mut self.pairs)]
     }
 
     fn reduce<O>(

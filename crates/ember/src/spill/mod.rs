@@ -20,9 +20,9 @@
 //! varint) and the key's and the state's encodings.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -46,7 +46,30 @@ pub use encode::{decode_len, encode_len, Encode};
 pub struct Codec<K, S> {
     encode: fn(&K, &S, &mut Vec<u8>),
     decode: fn(&mut &[u8]) -> Option<(K, S)>,
+    prefix: Option<fn(&K) -> u64>,
+    compression: Compression,
 }
+
+/// How a spill file's runs are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    /// The records as encoded.
+    #[default]
+    None,
+    /// Blocks of records of up to [`BLOCK`] bytes, each compressed with
+    /// LZ4 (`lz4_flex`): fewer bytes to write and read back, for some CPU
+    /// time on both sides. Pays where the records repeat bytes and the
+    /// disk, not the CPU, is the limit.
+    Lz4,
+}
+
+/// Bytes of records per compressed block of a run ([`Compression::Lz4`]):
+/// LZ4's window.
+pub const BLOCK: usize = 64 << 10;
+
+/// Bytes of a compressed block's header: its compressed and its
+/// uncompressed length, each a little-endian `u32`.
+const BLOCK_HEADER: usize = 8;
 
 impl<K: Encode, S: Encode> Codec<K, S> {
     /// The codec of the types' [`Encode`] implementations.
@@ -57,6 +80,38 @@ impl<K: Encode, S: Encode> Codec<K, S> {
                 s.encode(out);
             },
             decode: |input| Some((K::decode(input)?, S::decode(input)?)),
+            prefix: None,
+            compression: Compression::None,
+        }
+    }
+}
+
+impl<K, S> Codec<K, S> {
+    /// The codec, sorting a spill by `prefix` of each key first: a word
+    /// whose order agrees with the keys' (`a < b` implies `prefix(a) <=
+    /// prefix(b)`), such as a key's first eight bytes. A spill is then
+    /// sorted as (prefix, index) pairs, keys compared only where prefixes
+    /// tie, and its entries are written in that order: entries larger
+    /// than a few words are not moved by the sort.
+    ///
+    /// ```
+    /// use ember::spill::Codec;
+    ///
+    /// let codec: Codec<u128, [u8; 90]> = Codec::new().prefix(|k| (k >> 64) as u64);
+    /// # let _ = codec;
+    /// ```
+    pub fn prefix(self, prefix: fn(&K) -> u64) -> Self {
+        Codec {
+            prefix: Some(prefix),
+            ..self
+        }
+    }
+
+    /// The codec, its runs stored as `compression` says.
+    pub fn compression(self, compression: Compression) -> Self {
+        Codec {
+            compression,
+            ..self
         }
     }
 }
@@ -189,12 +244,16 @@ struct RunAt {
 /// One worker's spill file, written run by run.
 pub(crate) struct Writer {
     path: PathBuf,
-    file: BufWriter<File>,
+    file: File,
     at: u64,
     runs: Vec<RunAt>,
-    /// One record's encoding, and the same with its length before it.
-    record: Vec<u8>,
+    /// Records encoded and not yet written (written past
+    /// [`WRITE_BUFFER`] bytes; compressed, a block at a time, past
+    /// [`BLOCK`] bytes), and a long record's length.
+    buf: Vec<u8>,
     frame: Vec<u8>,
+    /// Compressed blocks not yet written.
+    blocks: Vec<u8>,
     /// Spills written (each a run per non-empty partition).
     pub(crate) spills: u64,
 }
@@ -212,11 +271,12 @@ impl Writer {
             .map_err(|e| failed(&path, e))?;
         Ok(Writer {
             path,
-            file: BufWriter::with_capacity(1 << 20, file),
+            file,
             at: 0,
             runs: Vec::new(),
-            record: Vec::new(),
+            buf: Vec::with_capacity(WRITE_BUFFER + (1 << 10)),
             frame: Vec::new(),
+            blocks: Vec::new(),
             spills: 0,
         })
     }
@@ -231,19 +291,18 @@ impl Writer {
             if entries.is_empty() {
                 continue;
             }
-            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             let start = self.at;
-            for (k, s) in &entries {
-                self.record.clear();
-                (codec.encode)(k, s, &mut self.record);
-                self.frame.clear();
-                encode_len(self.record.len(), &mut self.frame);
-                self.frame.extend_from_slice(&self.record);
-                self.file
-                    .write_all(&self.frame)
-                    .map_err(|e| failed(&self.path, e))?;
-                self.at += self.frame.len() as u64;
+            match codec.prefix {
+                Some(prefix) => self.push_by_prefix(&entries, prefix, codec)?,
+                None => {
+                    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                    for (k, s) in &entries {
+                        self.push(k, s, codec)?;
+                    }
+                }
             }
+            // A run ends with a block of its own.
+            self.seal(codec.compression)?;
             let len = self.at - start;
             self.runs.push(RunAt {
                 partition,
@@ -255,14 +314,108 @@ impl Writer {
         Ok(())
     }
 
-    /// Flushes the file: its runs can be read.
-    pub(crate) fn finish(self) -> Result<Spilled> {
+    /// Appends `entries` in key order: (prefix, index) pairs sorted, keys
+    /// compared where prefixes tie, then each entry encoded from where it
+    /// lies (fetched a few entries ahead, as the order reads them at
+    /// random).
+    fn push_by_prefix<K: Ord, S>(
+        &mut self,
+        entries: &[(K, S)],
+        prefix: fn(&K) -> u64,
+        codec: Codec<K, S>,
+    ) -> Result<()> {
+        let mut order: Vec<(u64, usize)> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (prefix(k), i))
+            .collect();
+        order.sort_unstable_by(|a, b| {
+            (a.0.cmp(&b.0)).then_with(|| entries[a.1].0.cmp(&entries[b.1].0))
+        });
+        for (j, &(_, i)) in order.iter().enumerate() {
+            if let Some(&(_, ahead)) = order.get(j + PREFETCH_AHEAD) {
+                let at: *const (K, S) = &entries[ahead];
+                crate::plumbing::prefetch(at);
+                let last = at
+                    .cast::<u8>()
+                    .wrapping_add(std::mem::size_of::<(K, S)>().saturating_sub(1));
+                crate::plumbing::prefetch(last);
+            }
+            let (k, s) = &entries[i];
+            self.push(k, s, codec)?;
+        }
+        Ok(())
+    }
+
+    /// Appends one record: its length, then the key's and the state's
+    /// encodings, encoded in place behind a one-byte length that a long
+    /// record widens.
+    fn push<K, S>(&mut self, k: &K, s: &S, codec: Codec<K, S>) -> Result<()> {
+        let start = self.buf.len();
+        self.buf.push(0);
+        (codec.encode)(k, s, &mut self.buf);
+        let len = self.buf.len() - start - 1;
+        if len < 0x80 {
+            self.buf[start] = len as u8;
+        } else {
+            self.frame.clear();
+            encode_len(len, &mut self.frame);
+            self.buf
+                .splice(start..start + 1, self.frame.iter().copied());
+        }
+        match codec.compression {
+            Compression::None => {
+                self.at += (self.buf.len() - start) as u64;
+                if self.buf.len() >= WRITE_BUFFER {
+                    self.write()?;
+                }
+            }
+            Compression::Lz4 if self.buf.len() >= BLOCK => self.seal(codec.compression)?,
+            Compression::Lz4 => {}
+        }
+        Ok(())
+    }
+
+    /// Compresses the records encoded so far into a block
+    /// ([`Compression::Lz4`]; uncompressed records are written as they
+    /// are).
+    fn seal(&mut self, compression: Compression) -> Result<()> {
+        if compression == Compression::None || self.buf.is_empty() {
+            return Ok(());
+        }
+        let raw = self.buf.len();
+        let at = self.blocks.len();
+        let most = lz4_flex::block::get_maximum_output_size(raw);
+        self.blocks.resize(at + BLOCK_HEADER + most, 0);
+        let len = lz4_flex::block::compress_into(&self.buf, &mut self.blocks[at + BLOCK_HEADER..])
+            .expect("room for the largest output");
+        self.blocks[at..at + 4].copy_from_slice(&(len as u32).to_le_bytes());
+        self.blocks[at + 4..at + BLOCK_HEADER].copy_from_slice(&(raw as u32).to_le_bytes());
+        self.blocks.truncate(at + BLOCK_HEADER + len);
+        self.at += (BLOCK_HEADER + len) as u64;
+        self.buf.clear();
+        if self.blocks.len() >= WRITE_BUFFER {
+            self.write()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the records encoded so far, and the blocks compressed.
+    fn write(&mut self) -> Result<()> {
+        let path = &self.path;
+        for bytes in [&mut self.blocks, &mut self.buf] {
+            self.file.write_all(bytes).map_err(|e| failed(path, e))?;
+            bytes.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes what is left: the file's runs can be read.
+    pub(crate) fn finish(mut self) -> Result<Spilled> {
+        self.write()?;
         let Writer {
             path, file, runs, ..
         } = self;
-        let file = file
-            .into_inner()
-            .map_err(|e| failed(&path, e.into_error()))?;
         Ok(Spilled { path, file, runs })
     }
 
@@ -317,9 +470,12 @@ impl Spilled {
             codec,
             at: r.start,
             end: r.start + r.len,
-            buf: Vec::with_capacity(buffer),
+            released: r.start.next_multiple_of(PAGE),
+            buf: Vec::new(),
             pos: 0,
+            filled: 0,
             buffer,
+            block: Vec::new(),
         }
     }
 
@@ -342,19 +498,27 @@ pub(crate) struct RunReader<'f, K, S> {
     /// File offset of the byte after `buf`.
     at: u64,
     end: u64,
+    /// File offset below which the run's whole pages have been released.
+    released: u64,
+    /// `buf[pos..filled]`: bytes read and not yet consumed.
     buf: Vec<u8>,
     pos: usize,
+    filled: usize,
     buffer: usize,
+    /// A compressed block as read.
+    block: Vec<u8>,
 }
 
 impl<K, S> RunReader<'_, K, S> {
     /// The next entry, or `None` at the end of the run.
     fn next(&mut self) -> Result<Option<(K, S)>> {
-        if self.pos == self.buf.len() && self.at == self.end {
+        if self.pos == self.filled && self.at == self.end {
             return Ok(None);
         }
         let len = self.record_len()?;
-        self.fill(len)?;
+        if !self.fill(len)? {
+            return Err(self.damaged());
+        }
         let mut record = &self.buf[self.pos..self.pos + len];
         let entry = (self.codec.decode)(&mut record)
             .filter(|_| record.is_empty())
@@ -365,39 +529,111 @@ impl<K, S> RunReader<'_, K, S> {
 
     /// Reads a record's length.
     fn record_len(&mut self) -> Result<usize> {
-        self.fill(10.min(self.left()))?;
-        let mut rest = &self.buf[self.pos..];
+        // A varint is at most 10 bytes; the run may hold fewer.
+        self.fill(10)?;
+        let mut rest = &self.buf[self.pos..self.filled];
         let before = rest.len();
         let len = decode_len(&mut rest).ok_or_else(|| self.damaged())?;
         self.pos += before - rest.len();
         Ok(len)
     }
 
-    /// Bytes of the run not yet consumed.
-    fn left(&self) -> usize {
-        (self.buf.len() - self.pos) + (self.end - self.at) as usize
+    /// Makes sure `n` bytes are buffered from `pos` on, or as many as the
+    /// run has left; true if `n` are.
+    fn fill(&mut self, n: usize) -> Result<bool> {
+        while self.filled - self.pos < n {
+            if self.at == self.end {
+                return Ok(false);
+            }
+            self.more()?;
+        }
+        Ok(true)
     }
 
-    /// Makes sure `n` bytes are buffered from `pos` on.
-    fn fill(&mut self, n: usize) -> Result<()> {
-        if self.buf.len() - self.pos >= n {
-            return Ok(());
-        }
-        if n > self.left() {
-            return Err(self.damaged());
-        }
-        self.buf.drain(..self.pos);
+    /// Moves what is left to the front of the buffer and reads more of the
+    /// run behind it: up to `buffer` bytes, or one block of a compressed
+    /// run.
+    fn more(&mut self) -> Result<()> {
+        self.buf.copy_within(self.pos..self.filled, 0);
+        self.filled -= self.pos;
         self.pos = 0;
-        let want = (n.max(self.buffer) - self.buf.len()).min((self.end - self.at) as usize);
-        let have = self.buf.len();
-        self.buf.resize(have + want, 0);
-        let path = &self.spilled.path;
+        let left = (self.end - self.at) as usize;
+        match self.codec.compression {
+            Compression::None => {
+                let want = self.buffer.min(left);
+                self.room(want);
+                let at = self.at;
+                self.read_at(at, ReadInto::Buf(want))?;
+                self.at += want as u64;
+                self.filled += want;
+            }
+            Compression::Lz4 => {
+                let mut header = [0u8; BLOCK_HEADER];
+                if left < BLOCK_HEADER {
+                    return Err(self.damaged());
+                }
+                self.spilled
+                    .file
+                    .read_exact_at(&mut header, self.at)
+                    .map_err(|e| Error::io(&self.spilled.path, e))?;
+                let word =
+                    |i: usize| u32::from_le_bytes(header[i..i + 4].try_into().expect("4")) as usize;
+                let (len, raw) = (word(0), word(4));
+                // An LZ4 byte expands to at most 255: a damaged header does
+                // not make this allocate past that.
+                if len > left - BLOCK_HEADER || raw > len.saturating_mul(255) + 64 {
+                    return Err(self.damaged());
+                }
+                self.block.resize(len, 0);
+                let at = self.at + BLOCK_HEADER as u64;
+                self.read_at(at, ReadInto::Block)?;
+                self.room(raw);
+                let into = &mut self.buf[self.filled..self.filled + raw];
+                match lz4_flex::block::decompress_into(&self.block, into) {
+                    Ok(n) if n == raw => {}
+                    _ => return Err(self.damaged()),
+                }
+                self.at += (BLOCK_HEADER + len) as u64;
+                self.filled += raw;
+            }
+        }
+        self.release();
+        Ok(())
+    }
+
+    /// Grows the buffer to take `n` more bytes after `filled`.
+    fn room(&mut self, n: usize) {
+        if self.buf.len() < self.filled + n {
+            self.buf.resize(self.filled + n, 0);
+        }
+    }
+
+    /// Reads from file offset `at` into the buffer (after `filled`) or
+    /// into the block.
+    fn read_at(&mut self, at: u64, into: ReadInto) -> Result<()> {
+        let dst = match into {
+            ReadInto::Buf(n) => &mut self.buf[self.filled..self.filled + n],
+            ReadInto::Block => &mut self.block[..],
+        };
         self.spilled
             .file
-            .read_exact_at(&mut self.buf[have..], self.at)
-            .map_err(|e| Error::io(path, e))?;
-        self.at += want as u64;
-        Ok(())
+            .read_exact_at(dst, at)
+            .map_err(|e| Error::io(&self.spilled.path, e))
+    }
+
+    /// Releases the run's whole pages that have been read (their bytes are
+    /// in the buffer now): a hole is punched in the file, so that the page
+    /// cache drops them unwritten and the disk space is freed while the
+    /// merge goes on, rather than when the file is removed at the end.
+    /// Pages a neighbouring run shares are kept. A file system that cannot
+    /// punch holes keeps them all: nothing else depends on it.
+    fn release(&mut self) {
+        let upto = self.at / PAGE * PAGE;
+        if upto <= self.released {
+            return;
+        }
+        punch_hole(&self.spilled.file, self.released, upto - self.released);
+        self.released = upto;
     }
 
     fn damaged(&self) -> Error {
@@ -406,6 +642,14 @@ impl<K, S> RunReader<'_, K, S> {
             std::io::Error::new(std::io::ErrorKind::InvalidData, "damaged spill run"),
         )
     }
+}
+
+/// Where a read of a run goes.
+enum ReadInto {
+    /// `n` bytes into the buffer, after what it holds.
+    Buf(usize),
+    /// The whole block buffer.
+    Block,
 }
 
 /// Where a merge reads from: a sorted run in memory, or one on disk.
@@ -425,70 +669,140 @@ impl<K, S> Source<'_, K, S> {
     }
 }
 
-/// A source's current entry, ordered by key, then by source (so that a
-/// merge is deterministic).
-struct Head<K, S> {
+/// A source's current key, ordered by key, then by source (so that a
+/// merge is deterministic). Its state waits in the merge's slot for the
+/// source: the heap moves keys only.
+struct Head<K> {
     key: K,
-    state: S,
     source: usize,
 }
 
-impl<K: Ord, S> Ord for Head<K, S> {
+impl<K: Ord> Ord for Head<K> {
     fn cmp(&self, other: &Self) -> Ordering {
         // Reversed: `BinaryHeap` pops the largest.
         (&other.key, other.source).cmp(&(&self.key, self.source))
     }
 }
 
-impl<K: Ord, S> PartialOrd for Head<K, S> {
+impl<K: Ord> PartialOrd for Head<K> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl<K: Ord, S> PartialEq for Head<K, S> {
+impl<K: Ord> PartialEq for Head<K> {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
 
-impl<K: Ord, S> Eq for Head<K, S> {}
+impl<K: Ord> Eq for Head<K> {}
+
+/// The sources of a merge and their current entries: the keys in a heap,
+/// each state in its source's slot.
+struct Heads<'f, K, S> {
+    sources: Vec<Source<'f, K, S>>,
+    heap: BinaryHeap<Head<K>>,
+    states: Vec<Option<S>>,
+}
+
+impl<'f, K: Ord, S> Heads<'f, K, S> {
+    /// Every source's first entry.
+    fn new(mut sources: Vec<Source<'f, K, S>>) -> Result<Self> {
+        let mut heap = BinaryHeap::with_capacity(sources.len());
+        let mut states = Vec::with_capacity(sources.len());
+        for (source, s) in sources.iter_mut().enumerate() {
+            states.push(s.next()?.map(|(key, state)| {
+                heap.push(Head { key, source });
+                state
+            }));
+        }
+        Ok(Heads {
+            sources,
+            heap,
+            states,
+        })
+    }
+
+    /// The smallest entry, replaced by its source's next one: one sift
+    /// down the heap, rather than a pop and a push.
+    fn pop(&mut self) -> Result<Option<(K, S)>> {
+        let Some(mut top) = self.heap.peek_mut() else {
+            return Ok(None);
+        };
+        let source = top.source;
+        let key = match self.sources[source].next()? {
+            Some((key, state)) => {
+                let state = self.states[source].replace(state);
+                let key = std::mem::replace(&mut top.key, key);
+                return Ok(Some((key, state.expect("a head's state"))));
+            }
+            None => PeekMut::pop(top).key,
+        };
+        let state = self.states[source].take().expect("a head's state");
+        Ok(Some((key, state)))
+    }
+
+    /// Whether the smallest entry's key is `key`.
+    fn next_is(&self, key: &K) -> bool {
+        self.heap.peek().is_some_and(|h| h.key == *key)
+    }
+}
 
 /// Merges sorted sources in one pass: calls `out` once per key, in key
 /// order, with the states of every source for that key joined by `join`;
 /// stops at the first error `out` returns.
 pub(crate) fn merge<K: Ord, S>(
-    mut sources: Vec<Source<'_, K, S>>,
+    sources: Vec<Source<'_, K, S>>,
     join: impl Fn(&mut S, S),
     mut out: impl FnMut(K, S) -> Result<()>,
 ) -> Result<()> {
-    let n = sources.len();
-    let mut heads = BinaryHeap::with_capacity(n);
-    let mut refill = |heads: &mut BinaryHeap<Head<K, S>>, source: usize| -> Result<()> {
-        if let Some((key, state)) = sources[source].next()? {
-            heads.push(Head { key, state, source });
-        }
-        Ok(())
-    };
-    for i in 0..n {
-        refill(&mut heads, i)?;
-    }
-    while let Some(Head {
-        key,
-        mut state,
-        source,
-    }) = heads.pop()
-    {
-        refill(&mut heads, source)?;
-        while heads.peek().is_some_and(|h| h.key == key) {
-            let h = heads.pop().expect("peeked");
-            refill(&mut heads, h.source)?;
-            join(&mut state, h.state);
+    let mut heads = Heads::new(sources)?;
+    while let Some((key, mut state)) = heads.pop()? {
+        while heads.next_is(&key) {
+            let (_, other) = heads.pop()?.expect("a next entry");
+            join(&mut state, other);
         }
         out(key, state)?;
     }
     Ok(())
 }
+
+/// Entries ahead of the one being written whose memory a spill sorted by
+/// prefix asks for: its order reads them at random.
+const PREFETCH_AHEAD: usize = 8;
+
+/// The page size that a released range of a spill file is aligned to (a
+/// multiple of the kernel's page on the machines ember runs on).
+const PAGE: u64 = 64 << 10;
+
+/// Deallocates `len` bytes of `file` from `offset` on (they read as zeros
+/// afterwards); does nothing where the system cannot.
+fn punch_hole(file: &File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return;
+        };
+        // SAFETY: `fallocate` on a descriptor the `File` owns and keeps
+        // open for the call; it reads and writes no memory of ours. A
+        // failure (a file system without holes) leaves the file as it was.
+        unsafe {
+            libc::fallocate(
+                file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset,
+                len,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
+}
+
+/// Bytes a spill file's writer encodes before it writes them.
+const WRITE_BUFFER: usize = 1 << 20;
 
 /// The buffer each run reader gets when `runs` runs are read at once within
 /// `bytes`: at least 4 KiB, at most 256 KiB.
@@ -533,10 +847,19 @@ mod tests {
                 proptest::collection::vec((0u32..50, 1u64..5), 0..40), 1..6),
             memory in proptest::collection::vec((0u32..50, 1u64..5), 0..40),
             buffer in 1usize..64,
+            lz4 in any::<bool>(),
+            prefix in any::<bool>(),
         ) {
             let dir = tempfile::tempdir().unwrap();
             let spill_dir = SpillDir::under(dir.path().to_path_buf());
-            let codec = Codec::<u32, u64>::new();
+            let mut codec = Codec::<u32, u64>::new();
+            if lz4 {
+                codec = codec.compression(Compression::Lz4);
+            }
+            if prefix {
+                // Ties on purpose: keys differing in the low bits only.
+                codec = codec.prefix(|k| u64::from(k / 8));
+            }
             let mut w = Writer::create(&spill_dir, 0).unwrap();
             let mut want = std::collections::BTreeMap::new();
             for pairs in spills.iter().chain([&memory]) {
@@ -578,17 +901,29 @@ mod tests {
 
     #[test]
     fn a_damaged_run_is_an_error_naming_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let spill_dir = SpillDir::under(dir.path().to_path_buf());
-        let codec = Codec::<Vec<u8>, u64>::new();
-        let mut w = Writer::create(&spill_dir, 3).unwrap();
-        w.spill(vec![vec![(b"word".to_vec(), 7)]], codec).unwrap();
-        let spilled = w.finish().unwrap();
-        let path = spill_dir.path().unwrap().join("worker-3.runs");
-        std::fs::write(&path, [200u8, 1]).unwrap();
-        let sources = spilled.runs_of(0, codec, 16).map(Source::Disk).collect();
-        let err = merge(sources, |a, b| *a += b, |_, _| Ok(())).unwrap_err();
-        assert!(err.to_string().contains("worker-3.runs"), "{err}");
+        for compression in [Compression::None, Compression::Lz4] {
+            let dir = tempfile::tempdir().unwrap();
+            let spill_dir = SpillDir::under(dir.path().to_path_buf());
+            let codec = Codec::<Vec<u8>, u64>::new().compression(compression);
+            let mut w = Writer::create(&spill_dir, 3).unwrap();
+            let words = (0..50u64)
+                .map(|i| (format!("word{i}").into_bytes(), i))
+                .collect();
+            w.spill(vec![words], codec).unwrap();
+            let spilled = w.finish().unwrap();
+            let path = spill_dir.path().unwrap().join("worker-3.runs");
+            let mut bytes = std::fs::read(&path).unwrap();
+            // A length past the run (or a block's header claiming more
+            // than the run holds).
+            bytes[..2].copy_from_slice(&[200u8, 1]);
+            std::fs::write(&path, &bytes).unwrap();
+            let sources = spilled.runs_of(0, codec, 16).map(Source::Disk).collect();
+            let err = merge(sources, |a, b| *a += b, |_, _| Ok(())).unwrap_err();
+            assert!(
+                err.to_string().contains("worker-3.runs"),
+                "{compression:?}: {err}"
+            );
+        }
     }
 
     #[test]
