@@ -1,0 +1,206 @@
+//! Writing a worker's spill file: each spill's partitions sorted by key,
+//! one run each, encoded (and compressed) through one buffer.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::codec::BLOCK_HEADER;
+use super::{encode_len, failed, Codec, Compression, RunAt, SpillDir, Spilled, BLOCK};
+use crate::error::Result;
+
+/// One worker's spill file, written run by run.
+pub(crate) struct Writer {
+    path: PathBuf,
+    file: File,
+    at: u64,
+    runs: Vec<RunAt>,
+    /// Records encoded and not yet written (written past
+    /// [`WRITE_BUFFER`] bytes; compressed, a block at a time, past
+    /// [`BLOCK`] bytes), and a long record's length.
+    buf: Vec<u8>,
+    frame: Vec<u8>,
+    /// Compressed blocks not yet written.
+    blocks: Vec<u8>,
+    /// Spills written (each a run per non-empty partition).
+    pub(crate) spills: u64,
+}
+
+impl Writer {
+    /// A new spill file for worker `w` in `dir`.
+    pub(crate) fn create(dir: &SpillDir, w: usize) -> Result<Writer> {
+        let path = dir.file(w)?;
+        // Read back through the same descriptor after the last write.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| failed(&path, e))?;
+        Ok(Writer {
+            path,
+            file,
+            at: 0,
+            runs: Vec::new(),
+            buf: Vec::with_capacity(WRITE_BUFFER + (1 << 10)),
+            frame: Vec::new(),
+            blocks: Vec::new(),
+            spills: 0,
+        })
+    }
+
+    /// Writes one spill: each partition's entries, sorted by key, as a run.
+    pub(crate) fn spill<K: Ord, S>(
+        &mut self,
+        parts: Vec<Vec<(K, S)>>,
+        codec: Codec<K, S>,
+    ) -> Result<()> {
+        for (partition, mut entries) in parts.into_iter().enumerate() {
+            if entries.is_empty() {
+                continue;
+            }
+            let start = self.at;
+            match codec.prefix {
+                Some(prefix) => self.push_by_prefix(&entries, prefix, codec)?,
+                None => {
+                    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                    for (k, s) in &entries {
+                        self.push(k, s, codec)?;
+                    }
+                }
+            }
+            // A run ends with a block of its own.
+            self.seal(codec.compression)?;
+            let len = self.at - start;
+            self.runs.push(RunAt {
+                partition,
+                start,
+                len,
+            });
+        }
+        self.spills += 1;
+        Ok(())
+    }
+
+    /// Appends `entries` in key order: (prefix, index) pairs sorted, keys
+    /// compared where prefixes tie, then each entry encoded from where it
+    /// lies (fetched a few entries ahead, as the order reads them at
+    /// random).
+    fn push_by_prefix<K: Ord, S>(
+        &mut self,
+        entries: &[(K, S)],
+        prefix: fn(&K) -> u64,
+        codec: Codec<K, S>,
+    ) -> Result<()> {
+        let mut order: Vec<(u64, usize)> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (prefix(k), i))
+            .collect();
+        order.sort_unstable_by(|a, b| {
+            (a.0.cmp(&b.0)).then_with(|| entries[a.1].0.cmp(&entries[b.1].0))
+        });
+        for (j, &(_, i)) in order.iter().enumerate() {
+            if let Some(&(_, ahead)) = order.get(j + PREFETCH_AHEAD) {
+                let at: *const (K, S) = &entries[ahead];
+                crate::plumbing::prefetch(at);
+                let last = at
+                    .cast::<u8>()
+                    .wrapping_add(std::mem::size_of::<(K, S)>().saturating_sub(1));
+                crate::plumbing::prefetch(last);
+            }
+            let (k, s) = &entries[i];
+            self.push(k, s, codec)?;
+        }
+        Ok(())
+    }
+
+    /// Appends one record: its length, then the key's and the state's
+    /// encodings, encoded in place behind a one-byte length that a long
+    /// record widens.
+    fn push<K, S>(&mut self, k: &K, s: &S, codec: Codec<K, S>) -> Result<()> {
+        let start = self.buf.len();
+        self.buf.push(0);
+        (codec.encode)(k, s, &mut self.buf);
+        let len = self.buf.len() - start - 1;
+        if len < 0x80 {
+            self.buf[start] = len as u8;
+        } else {
+            self.frame.clear();
+            encode_len(len, &mut self.frame);
+            self.buf
+                .splice(start..start + 1, self.frame.iter().copied());
+        }
+        match codec.compression {
+            Compression::None => {
+                self.at += (self.buf.len() - start) as u64;
+                if self.buf.len() >= WRITE_BUFFER {
+                    self.write()?;
+                }
+            }
+            Compression::Lz4 if self.buf.len() >= BLOCK => self.seal(codec.compression)?,
+            Compression::Lz4 => {}
+        }
+        Ok(())
+    }
+
+    /// Compresses the records encoded so far into a block
+    /// ([`Compression::Lz4`]; uncompressed records are written as they
+    /// are).
+    fn seal(&mut self, compression: Compression) -> Result<()> {
+        if compression == Compression::None || self.buf.is_empty() {
+            return Ok(());
+        }
+        let raw = self.buf.len();
+        let at = self.blocks.len();
+        let most = lz4_flex::block::get_maximum_output_size(raw);
+        self.blocks.resize(at + BLOCK_HEADER + most, 0);
+        let len = lz4_flex::block::compress_into(&self.buf, &mut self.blocks[at + BLOCK_HEADER..])
+            .expect("room for the largest output");
+        self.blocks[at..at + 4].copy_from_slice(&(len as u32).to_le_bytes());
+        self.blocks[at + 4..at + BLOCK_HEADER].copy_from_slice(&(raw as u32).to_le_bytes());
+        self.blocks.truncate(at + BLOCK_HEADER + len);
+        self.at += (BLOCK_HEADER + len) as u64;
+        self.buf.clear();
+        if self.blocks.len() >= WRITE_BUFFER {
+            self.write()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the records encoded so far, and the blocks compressed.
+    fn write(&mut self) -> Result<()> {
+        let path = &self.path;
+        for bytes in [&mut self.blocks, &mut self.buf] {
+            self.file.write_all(bytes).map_err(|e| failed(path, e))?;
+            bytes.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes what is left: the file's runs can be read.
+    pub(crate) fn finish(mut self) -> Result<Spilled> {
+        self.write()?;
+        let Writer {
+            path, file, runs, ..
+        } = self;
+        Ok(Spilled { path, file, runs })
+    }
+
+    /// Bytes written.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.at
+    }
+
+    /// Runs written.
+    pub(crate) fn runs(&self) -> usize {
+        self.runs.len()
+    }
+}
+
+/// Entries ahead of the one being written whose memory a spill sorted by
+/// prefix asks for: its order reads them at random.
+const PREFETCH_AHEAD: usize = 8;
+
+/// Bytes a spill file's writer encodes before it writes them.
+const WRITE_BUFFER: usize = 1 << 20;
