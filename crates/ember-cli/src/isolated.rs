@@ -89,6 +89,8 @@ pub(crate) fn run_into(
         retries: iso.retries,
         split_size: run.split_size,
     };
+    // Worker processes are made: a signal kills and reaps them first.
+    crate::output::watch()?;
     let started = Instant::now();
     let registry = ember_apps::stream::registry();
     let report = isolate::run(&registry, job, args, files, &opts, out)?;
