@@ -66,8 +66,7 @@ const PAGE: usize = 4 << 10;
 /// `base + (k + 1) * share` rounded to the nearest `align`ed address, and
 /// is first touched on the `k`-th node; the last stripe takes the rest. Pages
 /// already placed stay where they are (a reused buffer; memory the
-/// allocator hands back; the buffer's first page, which holds the
-/// allocator's header): the map queues splits by where the kernel says
+/// allocator hands back): the map queues splits by where the kernel says
 /// they are, not by stripe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Stripes {
@@ -293,7 +292,12 @@ fn read_placed(
     let Some(stripes) = stripes else {
         return read_into(name, stream, buf, want);
     };
-    // All the room at once, so the buffer does not move between stripes.
+    // All the room at once, so the buffer does not move between stripes;
+    // allocated while preferring the first stripe's node, as the
+    // allocator's header write (and copying carried bytes) touches the
+    // buffer's first page, which with transparent huge pages is the
+    // first 2 MiB.
+    prefer_node(Some(stripes.nodes[0]));
     buf.reserve_exact(want);
     let base = buf.as_ptr() as usize;
     let mut got = 0;

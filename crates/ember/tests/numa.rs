@@ -367,7 +367,8 @@ fn chunk_buffers_are_placed_stripe_by_stripe_across_the_nodes() {
         // In each chunk, the splits in input order sit on the nodes in
         // stripe order (kernel numbers: node i is the i-th here), every
         // node holding some. A chunk's first split starts on the buffer's
-        // first page, which the allocator touched: it may be anywhere.
+        // first page, which may be memory the allocator handed back,
+        // placed before: it may be anywhere.
         let mut placed = job.nodes.into_inner().unwrap();
         placed.sort_unstable();
         for (c, splits) in placed.chunks(chunk / (512 << 10)).enumerate() {
