@@ -56,6 +56,12 @@ pub fn for_each_batch(data: &[u8], f: impl FnMut(&[&[u8]])) {
 }
 
 /// [`for_each_batch`] with the given tokenizer kernel.
+///
+/// The tokenizer calls back once per word, so that callback only notes the
+/// word's range: handing a full batch over (lower-casing, building the
+/// slices, the inserts) is a call of its own every [`BATCH`] words. With
+/// the hand-over inlined into it, the callback was too large to inline into
+/// the tokenizer's loop, and every word paid a call and a stack frame.
 #[inline(always)]
 fn batches(kernel: Kernel, data: &[u8], mut f: impl FnMut(&[&[u8]])) {
     let mut ranges = [(0, 0, false); BATCH];
@@ -75,8 +81,8 @@ fn batches(kernel: Kernel, data: &[u8], mut f: impl FnMut(&[&[u8]])) {
 }
 
 /// Hands `f` the words `data[start..end]` of `ranges`, those with upper
-/// case lower-cased into `lower`.
-#[inline(always)]
+/// case lower-cased into `lower`. Never inlined: see [`batches`].
+#[inline(never)]
 fn flush(
     data: &[u8],
     ranges: &[(usize, usize, bool)],

@@ -336,4 +336,35 @@ mod tests {
         let total: u64 = dst.into_iter().map(|(_, n)| n).sum();
         assert_eq!(total, 3 * 700 + 10 * 1000);
     }
+    proptest::proptest! {
+        /// Tables of any starting capacity count every key as a plain map
+        /// does, through probes that wrap around the end, growth, and
+        /// draining into another table.
+        #[test]
+        fn any_starting_capacity_counts_as_a_plain_map(
+            start in 0usize..200,
+            words in proptest::collection::vec(
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..20),
+                0..600,
+            ),
+        ) {
+            let mut want = std::collections::BTreeMap::<Vec<u8>, u64>::new();
+            let mut t = Table::<Bytes, u64>::with_capacity(start);
+            for w in &words {
+                *want.entry(w.clone()).or_default() += 1;
+                let p = Bytes::probe(w);
+                let h = Bytes::probe_hash(&p);
+                t.prefetch(h);
+                t.upsert(&p, h, 1u64, |v| v, |s, v| *s += v);
+                proptest::prop_assert!(t.len() <= t.capacity());
+            }
+            let mut other = Table::<Bytes, u64>::with_capacity(start / 2);
+            t.drain_into(&mut other, |a, b| *a += b);
+            let got: std::collections::BTreeMap<Vec<u8>, u64> = other
+                .into_iter()
+                .map(|(k, n)| (k.as_bytes().to_vec(), n))
+                .collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
 }
