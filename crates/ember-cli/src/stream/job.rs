@@ -22,8 +22,9 @@ pub(crate) struct Args {
     /// The input files (text, cut into splits at line boundaries).
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// Map every split in a worker process of its own: a map that crashes
-    /// costs a retry of its split, not the run. A worker sees Hadoop's
+    /// Map every split and reduce every key range in a worker process of
+    /// its own: a job that crashes costs a retry of its task, not the run.
+    /// A map worker sees Hadoop's
     /// mapreduce_map_input_file, so inverted-index names each file's
     /// documents by the file without --doc.
     #[arg(long)]
@@ -31,13 +32,13 @@ pub(crate) struct Args {
     /// Workers: threads, or processes with --isolate (default: all CPUs).
     #[arg(long, short = 't')]
     workers: Option<usize>,
-    /// With --isolate: further attempts of a split whose worker died.
+    /// With --isolate: further attempts of a task whose worker died.
     #[arg(long, default_value_t = 1)]
     retries: u32,
     /// Target split size, e.g. 4MiB (default: fitted to the input).
     #[arg(long, value_parser = parse_size)]
     split_size: Option<u64>,
-    /// With --isolate: each worker process's split, attempt, death, peak
+    /// With --isolate: each worker process's task, attempt, death, peak
     /// RSS and page faults, on standard error.
     #[arg(long)]
     stats: bool,
