@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use ember::isolate::{self, Options, Report, Task, ATTEMPT_ENV};
 use ember::stream::{Folding, Registry};
 use ember::{
-    Bytes, Death, Emit, Error, Input, Job, Malformed, MapResult, RunOptions, Runtime, Split, Sum,
+    Bytes, Death, Emit, Error, Input, Isolation, Job, Malformed, MapResult, RunOptions, Runtime,
+    Split, Sum,
 };
 
 /// Set in the environment of this test re-executed as a parent whose
@@ -149,7 +150,7 @@ fn main() {
         let _ = run(&["faulty", "hang", "a.txt"], &files, 2, Some(4 << 10), 1);
         return;
     }
-    let tests: [(&str, fn()); 9] = [
+    let tests: [(&str, fn()); 10] = [
         (
             "isolated_output_is_the_plain_output",
             isolated_output_is_the_plain_output,
@@ -175,6 +176,10 @@ fn main() {
         (
             "a_reduce_worker_killed_mid_run_is_retried",
             a_reduce_worker_killed_mid_run_is_retried,
+        ),
+        (
+            "a_runtime_with_processes_runs_registered_jobs_only",
+            a_runtime_with_processes_runs_registered_jobs_only,
         ),
         (
             "a_killed_parent_leaves_no_worker",
@@ -529,6 +534,47 @@ fn a_reduce_worker_killed_mid_run_is_retried() {
         .collect();
     let range_0 = Task::Reduce { partition: 0 };
     assert_eq!(deaths, [(range_0, Death::Signal(libc::SIGKILL))]);
+}
+
+fn a_runtime_with_processes_runs_registered_jobs_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    let want = plain(&files, 2);
+    for isolation in [Isolation::Threads, Isolation::Processes] {
+        let runtime = Runtime::builder()
+            .threads(2)
+            .split_size(8 << 10)
+            .isolation(isolation)
+            .build()
+            .unwrap();
+        let mut out = Vec::new();
+        let report =
+            clean(|| runtime.run_registered(&registry(), "words", &[], &files, &mut out)).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), want, "{isolation:?}");
+        match (isolation, report) {
+            (Isolation::Threads, None) => {}
+            (Isolation::Processes, Some(report)) => {
+                assert!(report.splits > 2 && report.partitions == 2, "{report:?}")
+            }
+            (_, report) => panic!("{isolation:?}: {report:?}"),
+        }
+        let job = Words {
+            map_fault: None,
+            reduce_fault: None,
+        };
+        let input = Input::files(&files).unwrap();
+        let plain = runtime.run(&job, &input);
+        match isolation {
+            Isolation::Processes => {
+                let err = plain.unwrap_err();
+                assert!(
+                    matches!(err, Error::Config(_)) && err.to_string().contains("run_registered"),
+                    "{err}"
+                );
+            }
+            _ => assert_eq!(plain.unwrap().pairs.len(), want.lines().count()),
+        }
+    }
 }
 
 fn a_killed_parent_leaves_no_worker() {

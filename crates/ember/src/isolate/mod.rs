@@ -42,6 +42,7 @@
 
 mod merge;
 mod partition;
+mod registered;
 mod spawn;
 mod splits;
 mod supervise;
@@ -51,6 +52,7 @@ mod worker;
 use std::io::Write;
 use std::path::PathBuf;
 
+pub use crate::runtime::Isolation;
 pub use spawn::{kill_workers, wait_exited};
 pub use worker::{worker_hook, ATTEMPT_ENV};
 
