@@ -22,12 +22,13 @@ use crate::hdfs;
 /// The options of a command that can run its job isolated.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct IsolateArgs {
-    /// Map every split in a worker process of its own (--threads of them
-    /// at once): a map that crashes costs a retry of its split, not the
-    /// run (docs/isolation.md). The output is the thread mode's.
+    /// Map every split and reduce every key range in a worker process of
+    /// its own (--threads of them at once): a job that crashes costs a
+    /// retry of its task, not the run (docs/isolation.md). The output is
+    /// the thread mode's.
     #[arg(long)]
     pub(crate) isolate: bool,
-    /// With --isolate: further attempts of a split whose worker died.
+    /// With --isolate: further attempts of a task whose worker died.
     #[arg(long, default_value_t = 1, requires = "isolate")]
     pub(crate) retries: u32,
 }
@@ -161,12 +162,14 @@ fn decode<K: Text, V: Text>(lines: &[u8]) -> Result<Vec<(K, V)>> {
     Ok(pairs)
 }
 
-/// Every worker process of an isolated run, on standard error: its split,
-/// attempt, how it died if it did, peak RSS and page faults.
+/// Every worker process of an isolated run, on standard error: its task
+/// (a split or a key range), attempt, how it died if it did, peak RSS and
+/// page faults.
 pub(crate) fn print_report(report: &Report) {
     eprintln!(
-        "splits {}, worker processes {}, retries {}, page faults {} minor, {} major",
+        "splits {}, key ranges {}, worker processes {}, retries {}, page faults {} minor, {} major",
         report.splits,
+        report.partitions,
         report.workers.len(),
         report.retries(),
         report.minor_faults(),
@@ -175,8 +178,8 @@ pub(crate) fn print_report(report: &Report) {
     for w in &report.workers {
         let death = w.death.map_or_else(|| "ok".to_string(), |d| d.to_string());
         eprintln!(
-            "  pid {} split {} attempt {}: {death}, peak RSS {} KiB, faults {} minor, {} major",
-            w.pid, w.split, w.attempt, w.peak_rss_kib, w.minor_faults, w.major_faults
+            "  pid {} {} attempt {}: {death}, peak RSS {} KiB, faults {} minor, {} major",
+            w.pid, w.task, w.attempt, w.peak_rss_kib, w.minor_faults, w.major_faults
         );
     }
 }

@@ -1,10 +1,11 @@
 //! `ember stream job --isolate` and the workload commands' `--isolate`
-//! (every split mapped in a worker process of its own) against the same
-//! job in threads, for every built-in streaming job and every command that
-//! runs one, several worker counts and split sizes; no worker process or
-//! shared memory is left behind; a worker killed mid-run fails the command
-//! with one line. Crashing workers are tested further in
-//! `crates/ember/tests/isolate.rs`, whose registry has a faulty job.
+//! (every split mapped, and every key range reduced, in a worker process
+//! of its own) against the same job in threads, for every built-in
+//! streaming job and every command that runs one, several worker counts
+//! and split sizes; no worker process or shared memory is left behind; a
+//! worker killed mid-run fails the command with one line. Crashing map and
+//! reduce workers are tested further in `crates/ember/tests/isolate.rs`,
+//! whose registry has faulty jobs.
 
 mod support;
 
@@ -116,6 +117,30 @@ fn workers_on(dir: &Path) -> Vec<String> {
     found
 }
 
+/// Isolated workers, map or reduce, whose parent is not the program they
+/// run: workers a command that ended left behind (a reduce worker has no
+/// input file in its environment for [`workers_on`] to find).
+fn orphans() -> Vec<String> {
+    let exe = |pid: &str| std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if !String::from_utf8_lossy(&env).contains("EMBER_ISOLATE_WORKER=") {
+            continue;
+        }
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let parent = stat.rsplit(") ").next().and_then(|s| s.split(' ').nth(1));
+        // A worker that exits meanwhile has no program left to compare.
+        if let (Some(parent), Some(program)) = (parent, exe(&pid)) {
+            if exe(parent) != Some(program) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
 fn shm() -> Vec<PathBuf> {
     let mut names: Vec<PathBuf> = std::fs::read_dir("/dev/shm")
         .map(|d| d.filter_map(|e| Some(e.ok()?.path())).collect())
@@ -164,6 +189,7 @@ fn every_streaming_job_isolated_equals_threads() {
                     "{name} isolated: {workers} workers, splits of {split}"
                 );
                 assert_eq!(workers_on(dir.path()), Vec::<String>::new());
+                assert_eq!(orphans(), Vec::<String>::new());
             }
         }
     }
@@ -213,8 +239,16 @@ fn isolated_workers_report_their_stats() {
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with("splits "), "{stderr}");
+    assert!(stderr.contains("key ranges 2,"), "{stderr}");
     assert!(stderr.contains("retries 0"), "{stderr}");
-    assert!(stderr.contains("attempt 0: ok, peak RSS "), "{stderr}");
+    assert!(
+        stderr.contains("map split 0 attempt 0: ok, peak RSS "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("reduce key range 1 attempt 0: ok, peak RSS "),
+        "{stderr}"
+    );
 }
 
 /// `ember ARGS`: its standard output and error, with each summary line
@@ -302,6 +336,7 @@ fn every_command_isolated_equals_threads() {
                     String::from_utf8_lossy(&[&want.0[..], &want.1].concat()),
                 );
                 assert_eq!(workers_on(dir.path()), Vec::<String>::new());
+                assert_eq!(orphans(), Vec::<String>::new());
             }
         }
     }
@@ -382,6 +417,7 @@ fn a_killed_worker_fails_the_command_with_one_line_and_leaves_nothing() {
     assert!(stderr.contains("SIGKILL"), "{stderr}");
     assert!(stderr.contains(dir.path().to_str().unwrap()), "{stderr}");
     assert_eq!(workers_on(dir.path()), Vec::<String>::new());
+    assert_eq!(orphans(), Vec::<String>::new());
     assert_eq!(shm(), shm_before);
     assert_eq!(support::names(dir.path()), names_before);
 }

@@ -147,9 +147,26 @@ pub enum Error {
         /// The attempts made.
         attempts: u32,
     },
+    /// An isolated reduce worker process died on its key range, on every
+    /// attempt ([`isolate`](crate::isolate)).
+    #[error(
+        "the reduce worker of key range {} of {partitions} {death} (attempts: {attempts})",
+        partition + 1
+    )]
+    ReducerDied {
+        /// The key range's index (from 0), in key order.
+        partition: usize,
+        /// The run's key ranges.
+        partitions: usize,
+        /// How the last attempt's worker died.
+        death: Death,
+        /// The attempts made.
+        attempts: u32,
+    },
 }
 
-/// How a worker process died, for [`Error::WorkerDied`].
+/// How a worker process died, for [`Error::WorkerDied`] and
+/// [`Error::ReducerDied`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Death {

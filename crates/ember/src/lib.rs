@@ -81,7 +81,7 @@ pub use job::{
 pub use key::{Bytes, Key};
 pub use options::RunOptions;
 pub use progress::Progress;
-pub use runtime::{Output, Runtime, RuntimeBuilder};
+pub use runtime::{Isolation, Output, Runtime, RuntimeBuilder};
 pub use stats::Stats;
 pub use trace::Trace;
 

@@ -47,6 +47,26 @@ pub struct Runtime {
     split_size: Option<usize>,
     memory_limit: Option<u64>,
     spill_dir: Option<PathBuf>,
+    isolation: Isolation,
+    worker_retries: u32,
+}
+
+/// Where a runtime's runs map and reduce
+/// ([`RuntimeBuilder::isolation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Isolation {
+    /// On the runtime's threads, in this process.
+    #[default]
+    Threads,
+    /// In worker processes, a split or a key range each, so that a job
+    /// that crashes costs a retry of its task, not the run
+    /// ([`crate::isolate`]). The workers are this program re-executed and
+    /// find their job by name: only a job of a
+    /// [`Registry`](crate::stream::Registry) runs so
+    /// ([`Runtime::run_registered`]), and the program's `main` calls
+    /// [`worker_hook`](crate::isolate::worker_hook) first thing.
+    Processes,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -56,6 +76,7 @@ impl std::fmt::Debug for Runtime {
             .field("split_size", &self.split_size)
             .field("memory_limit", &self.memory_limit)
             .field("spill_dir", &self.spill_dir)
+            .field("isolation", &self.isolation)
             .finish()
     }
 }
@@ -71,6 +92,8 @@ pub struct RuntimeBuilder {
     topology: Option<Topology>,
     locality: Locality,
     on_caller: bool,
+    isolation: Isolation,
+    worker_retries: Option<u32>,
 }
 
 impl RuntimeBuilder {
@@ -148,6 +171,23 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Where runs map and reduce (default: [`Isolation::Threads`]). A
+    /// runtime with [`Isolation::Processes`] runs jobs of a registry by
+    /// name ([`Runtime::run_registered`]); a [`Job`] value has no name a
+    /// worker process could find it by, so running one is an
+    /// [`Error::Config`].
+    pub fn isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = isolation;
+        self
+    }
+
+    /// With [`Isolation::Processes`]: further attempts of a task whose
+    /// worker process died (default 1).
+    pub fn worker_retries(mut self, retries: u32) -> Self {
+        self.worker_retries = Some(retries);
+        self
+    }
+
     /// Starts the worker threads.
     pub fn build(self) -> Result<Runtime> {
         let threads = match (self.threads, self.on_caller) {
@@ -176,6 +216,8 @@ impl RuntimeBuilder {
             split_size: self.split_size,
             memory_limit: self.memory_limit,
             spill_dir: self.spill_dir,
+            isolation: self.isolation,
+            worker_retries: self.worker_retries.unwrap_or(1),
         })
     }
 }
@@ -203,6 +245,36 @@ impl Runtime {
     /// The NUMA nodes the workers are placed on.
     pub fn topology(&self) -> &Topology {
         self.pool.topology()
+    }
+
+    /// Where this runtime's runs map and reduce.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// With [`Isolation::Processes`]: further attempts of a task whose
+    /// worker process died.
+    pub(crate) fn worker_retries(&self) -> u32 {
+        self.worker_retries
+    }
+
+    /// The runtime's default split size, if it was given one.
+    pub(crate) fn default_split_size(&self) -> Option<usize> {
+        self.split_size
+    }
+
+    /// An error unless this runtime maps on its threads: a [`Job`] value
+    /// cannot run in worker processes.
+    fn in_threads(&self) -> Result<()> {
+        match self.isolation {
+            Isolation::Threads => Ok(()),
+            Isolation::Processes => Err(Error::Config(
+                "a runtime built with Isolation::Processes runs jobs of a registry by name \
+                 (Runtime::run_registered): its worker processes are this program \
+                 re-executed, and a Job value has no name to find it by"
+                    .into(),
+            )),
+        }
     }
 
     /// Runs `f` on the runtime's workers: rayon's parallel iterators and
@@ -274,6 +346,7 @@ impl Runtime {
         opts: &RunOptions,
         mut each: Option<Each<'_, J>>,
     ) -> Result<Output<J::Key, J::Out>> {
+        self.in_threads()?;
         let start = Instant::now();
         let watch = opts.watch();
         watch.start(input.known_len());
@@ -505,6 +578,7 @@ impl Runtime {
         input: &Input<'_>,
         opts: &RunOptions,
     ) -> Result<Output<J::Key, J::Value>> {
+        self.in_threads()?;
         let start = Instant::now();
         let watch = opts.watch();
         watch.start(input.known_len());

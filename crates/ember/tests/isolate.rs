@@ -1,6 +1,6 @@
-//! Isolated map workers ([`ember::isolate`]) against the plain run, and
-//! their faults: a worker that segfaults, aborts or is SIGKILLed is retried
-//! or named in the error; no worker process and no channel outlive a run,
+//! Isolated map and reduce workers ([`ember::isolate`]) against the plain
+//! run, and their faults: a map or reduce worker that segfaults, aborts or
+//! is SIGKILLed is retried or named in the error; no worker process and no channel outlive a run,
 //! nor a parent killed by SIGTERM.
 //!
 //! This test has its own `main` (`harness = false`): it is also the
@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ember::isolate::{self, Options, Report, ATTEMPT_ENV};
+use ember::isolate::{self, Options, Report, Task, ATTEMPT_ENV};
 use ember::stream::{Folding, Registry};
 use ember::{
-    Bytes, Death, Emit, Error, Input, Job, Malformed, MapResult, RunOptions, Runtime, Split, Sum,
+    Bytes, Death, Emit, Error, Input, Isolation, Job, Malformed, MapResult, RunOptions, Runtime,
+    Split, Sum,
 };
 
 /// Set in the environment of this test re-executed as a parent whose
@@ -34,8 +35,28 @@ enum Fault {
     Malformed,
 }
 
-/// Counts whitespace-separated words; with a fault, strikes first.
-struct Words(Option<Fault>);
+/// Counts whitespace-separated words; with a fault, strikes first in
+/// `map`, or in `reduce`.
+struct Words {
+    map_fault: Option<Fault>,
+    reduce_fault: Option<Fault>,
+}
+
+/// Strikes with `fault`; a malformed record is `map`'s error to return.
+fn strike(fault: Fault) -> MapResult {
+    match fault {
+        Fault::Segv => {
+            let wild = 16usize as *mut u8;
+            // SAFETY: none: this crashes the worker on purpose.
+            unsafe { wild.write_volatile(1) };
+        }
+        // SAFETY: `abort` has no preconditions.
+        Fault::Abort => unsafe { libc::abort() },
+        Fault::Hang => std::thread::sleep(Duration::from_secs(60)),
+        Fault::Malformed => return Err(Malformed::new(0, "a bad record")),
+    }
+    Ok(())
+}
 
 impl Job for Words {
     type Key = Bytes;
@@ -44,18 +65,7 @@ impl Job for Words {
     type Out = u64;
 
     fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
-        match self.0 {
-            None => {}
-            Some(Fault::Segv) => {
-                let wild = 16usize as *mut u8;
-                // SAFETY: none: this crashes the worker on purpose.
-                unsafe { wild.write_volatile(1) };
-            }
-            // SAFETY: `abort` has no preconditions.
-            Some(Fault::Abort) => unsafe { libc::abort() },
-            Some(Fault::Hang) => std::thread::sleep(Duration::from_secs(60)),
-            Some(Fault::Malformed) => return Err(Malformed::new(0, "a bad record")),
-        }
+        self.map_fault.map_or(Ok(()), strike)?;
         for word in split.data.split(u8::is_ascii_whitespace) {
             if !word.is_empty() {
                 emit.emit(word, 1);
@@ -64,33 +74,72 @@ impl Job for Words {
         Ok(())
     }
     fn reduce(&self, _word: &Bytes, n: u64) -> u64 {
+        if let Some(fault) = self.reduce_fault {
+            strike(fault).expect("a reduce fault crashes");
+        }
         n
     }
 }
 
-/// `words`, and `faulty HOW FILE [transient]`: words, but the worker of the
+/// The fault HOW names.
+fn fault(how: Option<&String>) -> Result<Fault, String> {
+    Ok(match how.map(String::as_str) {
+        Some("segv") => Fault::Segv,
+        Some("abort") => Fault::Abort,
+        Some("hang") => Fault::Hang,
+        Some("malformed") => Fault::Malformed,
+        _ => return Err("expected segv|abort|hang|malformed".into()),
+    })
+}
+
+/// Whether this process strikes: its environment's variable `name` is
+/// `value`, on its first attempt only if `transient`.
+fn chosen(name: &str, value: impl Fn(&str) -> bool, transient: bool) -> bool {
+    let env = |name: &str| std::env::var(name).unwrap_or_default();
+    value(&env(name)) && (!transient || env(ATTEMPT_ENV) == "0")
+}
+
+/// `words`; `faulty HOW FILE [transient]`: words, but the worker of the
 /// split at the start of the file named FILE strikes with fault HOW (on
-/// its first attempt only if `transient`).
+/// its first attempt only if `transient`); `faulty-reduce HOW RANGE
+/// [transient]`: words, but the reduce worker of key range RANGE (from 0)
+/// strikes.
 fn registry() -> Registry {
     let mut registry = Registry::new();
     registry.register("words", "count words", |_| {
-        Ok(Box::new(Folding(Words(None))))
+        Ok(Box::new(Folding(Words {
+            map_fault: None,
+            reduce_fault: None,
+        })))
     });
-    registry.register("faulty", "count words, with a fault", |args| {
-        let how = match args.first().map(String::as_str) {
-            Some("segv") => Fault::Segv,
-            Some("abort") => Fault::Abort,
-            Some("hang") => Fault::Hang,
-            Some("malformed") => Fault::Malformed,
-            _ => return Err("expected segv|abort|hang|malformed FILE [transient]".into()),
-        };
+    registry.register("faulty", "count words, with a fault in map", |args| {
+        let how = fault(args.first())?;
         let file = args.get(1).ok_or("no file")?;
-        let env = |name: &str| std::env::var(name).unwrap_or_default();
-        let chosen = env("mapreduce_map_input_file").ends_with(file.as_str())
-            && env("mapreduce_map_input_start") == "0"
-            && (args.get(2).is_none() || env(ATTEMPT_ENV) == "0");
-        Ok(Box::new(Folding(Words(chosen.then_some(how)))))
+        let at_start = chosen("mapreduce_map_input_start", |s| s == "0", args.len() > 2);
+        let strikes = at_start
+            && chosen(
+                "mapreduce_map_input_file",
+                |f| f.ends_with(file.as_str()),
+                false,
+            );
+        Ok(Box::new(Folding(Words {
+            map_fault: strikes.then_some(how),
+            reduce_fault: None,
+        })))
     });
+    registry.register(
+        "faulty-reduce",
+        "count words, with a fault in reduce",
+        |args| {
+            let how = fault(args.first())?;
+            let range = args.get(1).ok_or("no key range")?;
+            let strikes = chosen("mapreduce_task_partition", |p| p == range, args.len() > 2);
+            Ok(Box::new(Folding(Words {
+                map_fault: None,
+                reduce_fault: strikes.then_some(how),
+            })))
+        },
+    );
     registry
 }
 
@@ -98,11 +147,10 @@ fn main() {
     isolate::worker_hook(&registry());
     if let Some(dir) = std::env::var_os(PARENT_ENV) {
         let files = inputs(Path::new(&dir));
-        let args = ["hang".to_string(), "a.txt".to_string()];
-        let _ = run(&args, &files, 2, Some(4 << 10), 1);
+        let _ = run(&["faulty", "hang", "a.txt"], &files, 2, Some(4 << 10), 1);
         return;
     }
-    let tests: [(&str, fn()); 6] = [
+    let tests: [(&str, fn()); 10] = [
         (
             "isolated_output_is_the_plain_output",
             isolated_output_is_the_plain_output,
@@ -116,6 +164,22 @@ fn main() {
         (
             "a_worker_killed_mid_run_is_retried",
             a_worker_killed_mid_run_is_retried,
+        ),
+        (
+            "a_transient_reduce_crash_is_retried",
+            a_transient_reduce_crash_is_retried,
+        ),
+        (
+            "a_permanent_reduce_crash_names_the_key_range",
+            a_permanent_reduce_crash_names_the_key_range,
+        ),
+        (
+            "a_reduce_worker_killed_mid_run_is_retried",
+            a_reduce_worker_killed_mid_run_is_retried,
+        ),
+        (
+            "a_runtime_with_processes_runs_registered_jobs_only",
+            a_runtime_with_processes_runs_registered_jobs_only,
         ),
         (
             "a_killed_parent_leaves_no_worker",
@@ -156,9 +220,10 @@ fn inputs(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The job `args[0]` of [`registry`] run isolated.
+/// The job `job[0]` of [`registry`], with the arguments after it, run
+/// isolated.
 fn run(
-    args: &[String],
+    job: &[&str],
     files: &[PathBuf],
     workers: usize,
     split_size: Option<u64>,
@@ -170,12 +235,8 @@ fn run(
         split_size,
     };
     let mut out = Vec::new();
-    let (name, job_args) = if args[0] == "words" {
-        ("words", &args[1..])
-    } else {
-        ("faulty", args)
-    };
-    let report = isolate::run(&registry(), name, job_args, files, &opts, &mut out)?;
+    let args = strings(&job[1..]);
+    let report = isolate::run(&registry(), job[0], &args, files, &opts, &mut out)?;
     Ok((String::from_utf8(out).unwrap(), report))
 }
 
@@ -270,10 +331,16 @@ fn isolated_output_is_the_plain_output() {
         let want = plain(&files, workers);
         assert!(want.lines().count() > 900, "{want}");
         for split in [Some(997), Some(16 << 10), None] {
-            let (got, report) =
-                clean(|| run(&strings(&["words"]), &files, workers, split, 1)).unwrap();
+            let (got, report) = clean(|| run(&["words"], &files, workers, split, 1)).unwrap();
             assert_eq!(got, want, "{workers} workers, splits of {split:?}");
-            assert_eq!(report.workers.len(), report.splits);
+            assert_eq!(report.workers.len(), report.splits + report.partitions);
+            assert!(report.partitions <= workers, "{workers}: {report:?}");
+            assert_eq!(report.partitions > 1, workers > 1, "{report:?}");
+            let reducers = report
+                .workers
+                .iter()
+                .filter(|w| matches!(w.task, Task::Reduce { .. }));
+            assert_eq!(reducers.count(), report.partitions);
             assert_eq!(report.retries(), 0);
             assert!(report
                 .workers
@@ -288,7 +355,7 @@ fn a_transient_crash_is_retried() {
     let files = inputs(dir.path());
     let want = plain(&files, 2);
     for (how, signal) in [("segv", libc::SIGSEGV), ("abort", libc::SIGABRT)] {
-        let args = strings(&[how, "a.txt", "transient"]);
+        let args = ["faulty", how, "a.txt", "transient"];
         let (got, report) = clean(|| run(&args, &files, 2, Some(8 << 10), 1)).unwrap();
         assert_eq!(got, want, "{how}");
         assert_eq!(report.retries(), 1, "{how}");
@@ -301,7 +368,7 @@ fn a_permanent_crash_names_the_split() {
     let dir = tempfile::tempdir().unwrap();
     let files = inputs(dir.path());
     for retries in [0, 2] {
-        let args = strings(&["segv", "a.txt"]);
+        let args = ["faulty", "segv", "a.txt"];
         let err = clean(|| run(&args, &files, 2, Some(8 << 10), retries)).unwrap_err();
         let Error::WorkerDied {
             path,
@@ -330,7 +397,7 @@ fn a_permanent_crash_names_the_split() {
 fn a_job_error_is_not_retried() {
     let dir = tempfile::tempdir().unwrap();
     let files = inputs(dir.path());
-    let args = strings(&["malformed", "b.txt"]);
+    let args = ["faulty", "malformed", "b.txt"];
     let err = clean(|| run(&args, &files, 2, Some(8 << 10), 1)).unwrap_err();
     let message = err.to_string();
     assert!(
@@ -346,6 +413,12 @@ fn hanging_worker(parent: u32, dir: &Path) -> u32 {
         format!("mapreduce_map_input_file={}", dir.join("a.txt").display()),
         "mapreduce_map_input_start=0".to_string(),
     ];
+    worker_with(parent, &wanted)
+}
+
+/// The worker, a child of `parent`, whose environment has every variable
+/// setting of `wanted`, once it runs.
+fn worker_with(parent: u32, wanted: &[String]) -> u32 {
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
         for (pid, _) in processes().into_iter().filter(|&(_, p)| p == parent) {
@@ -357,7 +430,7 @@ fn hanging_worker(parent: u32, dir: &Path) -> u32 {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    panic!("no worker maps a.txt's first split");
+    panic!("no worker with {wanted:?}");
 }
 
 fn a_worker_killed_mid_run_is_retried() {
@@ -368,7 +441,7 @@ fn a_worker_killed_mid_run_is_retried() {
         std::thread::scope(|s| {
             let run = s.spawn(|| {
                 run(
-                    &strings(&["hang", "a.txt", "transient"]),
+                    &["faulty", "hang", "a.txt", "transient"],
                     &files,
                     2,
                     Some(8 << 10),
@@ -385,6 +458,123 @@ fn a_worker_killed_mid_run_is_retried() {
     assert_eq!(got, want);
     let deaths: Vec<_> = report.workers.iter().filter_map(|w| w.death).collect();
     assert_eq!(deaths, [Death::Signal(libc::SIGKILL)]);
+}
+
+fn a_transient_reduce_crash_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    let want = plain(&files, 4);
+    for (how, signal) in [("segv", libc::SIGSEGV), ("abort", libc::SIGABRT)] {
+        let args = ["faulty-reduce", how, "1", "transient"];
+        let (got, report) = clean(|| run(&args, &files, 4, Some(8 << 10), 1)).unwrap();
+        assert_eq!(got, want, "{how}");
+        assert_eq!(report.retries(), 1, "{how}");
+        let deaths: Vec<_> = report
+            .workers
+            .iter()
+            .filter_map(|w| Some((w.task, w.death?)))
+            .collect();
+        let range_1 = Task::Reduce { partition: 1 };
+        assert_eq!(deaths, [(range_1, Death::Signal(signal))], "{how}");
+    }
+}
+
+fn a_permanent_reduce_crash_names_the_key_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    for retries in [0, 2] {
+        let args = ["faulty-reduce", "abort", "2"];
+        let err = clean(|| run(&args, &files, 4, Some(8 << 10), retries)).unwrap_err();
+        let Error::ReducerDied {
+            partition,
+            partitions,
+            death,
+            attempts,
+        } = &err
+        else {
+            panic!("{err}");
+        };
+        assert_eq!((*partition, *partitions), (2, 4), "{err}");
+        assert_eq!(
+            (*death, *attempts),
+            (Death::Signal(libc::SIGABRT), retries + 1)
+        );
+        let message = err.to_string();
+        assert!(
+            message.contains("key range 3 of 4") && message.contains("SIGABRT"),
+            "{message}"
+        );
+    }
+}
+
+fn a_reduce_worker_killed_mid_run_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    let want = plain(&files, 2);
+    let args = ["faulty-reduce", "hang", "0", "transient"];
+    let (got, report) = clean(|| {
+        std::thread::scope(|s| {
+            let run = s.spawn(|| run(&args, &files, 2, Some(8 << 10), 1));
+            let wanted = [
+                "mapreduce_task_partition=0".to_string(),
+                format!("{ATTEMPT_ENV}=0"),
+            ];
+            let pid = worker_with(std::process::id(), &wanted);
+            // SAFETY: `kill` has no memory-safety preconditions.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            run.join().unwrap()
+        })
+    })
+    .unwrap();
+    assert_eq!(got, want);
+    let deaths: Vec<_> = report
+        .workers
+        .iter()
+        .filter_map(|w| Some((w.task, w.death?)))
+        .collect();
+    let range_0 = Task::Reduce { partition: 0 };
+    assert_eq!(deaths, [(range_0, Death::Signal(libc::SIGKILL))]);
+}
+
+fn a_runtime_with_processes_runs_registered_jobs_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    let want = plain(&files, 2);
+    for isolation in [Isolation::Threads, Isolation::Processes] {
+        let runtime = Runtime::builder()
+            .threads(2)
+            .split_size(8 << 10)
+            .isolation(isolation)
+            .build()
+            .unwrap();
+        let mut out = Vec::new();
+        let report =
+            clean(|| runtime.run_registered(&registry(), "words", &[], &files, &mut out)).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), want, "{isolation:?}");
+        match (isolation, report) {
+            (Isolation::Threads, None) => {}
+            (Isolation::Processes, Some(report)) => {
+                assert!(report.splits > 2 && report.partitions == 2, "{report:?}")
+            }
+            (_, report) => panic!("{isolation:?}: {report:?}"),
+        }
+        let job = Words {
+            map_fault: None,
+            reduce_fault: None,
+        };
+        let input = Input::files(&files).unwrap();
+        let plain = runtime.run(&job, &input);
+        match isolation {
+            Isolation::Processes => {
+                let err = plain.unwrap_err();
+                assert!(
+                    matches!(err, Error::Config(_)) && err.to_string().contains("run_registered"),
+                    "{err}"
+                );
+            }
+            _ => assert_eq!(plain.unwrap().pairs.len(), want.lines().count()),
+        }
+    }
 }
 
 fn a_killed_parent_leaves_no_worker() {

@@ -1,7 +1,8 @@
-//! Map workers in their own address spaces: each split is mapped by a
-//! process of its own, so a map that segfaults, aborts or is killed by the
-//! OOM killer costs one task, not the run (SMR's *Sthreads*, and Hadoop's
-//! task retries). `docs/isolation.md` has the design and its costs.
+//! Map and reduce workers in their own address spaces: each split is
+//! mapped, and each key range reduced, by a process of its own, so a job
+//! that segfaults, aborts or is killed by the OOM killer costs one task,
+//! not the run (SMR's *Sthreads*, and Hadoop's task retries).
+//! `docs/isolation.md` has the design and its costs.
 //!
 //! The plan of [`run`]:
 //!
@@ -15,11 +16,16 @@
 //!   aggregates, sorted by key, to its channel: a memfd (shared memory
 //!   that grows as it is written, freed when the last descriptor closes);
 //! - at most [`Options::workers`] workers run at once; one that dies is
-//!   seen at once (a thread per worker waits for it), and its split is
+//!   seen at once (a thread per worker waits for it), and its task is
 //!   retried on a fresh process up to [`Options::retries`] times, then
-//!   the run fails with [`Error::WorkerDied`] naming the split;
-//! - the parent merges the channels (sorted by key) and reduces them with
-//!   the job's `reduce`, as `ember stream reduce` does.
+//!   the run fails with [`Error::WorkerDied`] naming the split (or
+//!   [`Error::ReducerDied`] naming the key range);
+//! - the keys are cut into up to [`Options::workers`] ranges of about
+//!   equal bytes ([`partition`]); a range's lines are a byte range of each
+//!   map channel (the channel of that mapper and reducer), which a reduce
+//!   worker, another re-execution, merges and reduces with the job's
+//!   `reduce` into a channel of its own;
+//! - the parent writes the reduce channels out in key order.
 //!
 //! No worker outlives the run: a failure kills and reaps the others, and
 //! each worker asks the kernel to kill it when its parent dies
@@ -35,14 +41,18 @@
 //! ```
 
 mod merge;
+mod partition;
+mod registered;
 mod spawn;
 mod splits;
 mod supervise;
+mod tasks;
 mod worker;
 
 use std::io::Write;
 use std::path::PathBuf;
 
+pub use crate::runtime::Isolation;
 pub use spawn::{kill_workers, wait_exited};
 pub use worker::{worker_hook, ATTEMPT_ENV};
 
@@ -71,16 +81,42 @@ impl Default for Options {
     }
 }
 
-/// One worker process: the split it mapped and what it cost.
+/// What a worker process did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Task {
+    /// Mapped a split: its index in the run's order of splits (file by
+    /// file).
+    Map {
+        /// The split's index.
+        split: usize,
+    },
+    /// Reduced a key range: its index (from 0) in key order.
+    Reduce {
+        /// The key range's index.
+        partition: usize,
+    },
+}
+
+impl std::fmt::Display for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Task::Map { split } => write!(f, "map split {split}"),
+            Task::Reduce { partition } => write!(f, "reduce key range {partition}"),
+        }
+    }
+}
+
+/// One worker process: its task and what it cost.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerStats {
     /// The process id.
     pub pid: u32,
-    /// The split's index in the run's order of splits (file by file).
-    pub split: usize,
-    /// 0 for the first attempt at the split, 1 for its first retry, ...
+    /// The split it mapped or the key range it reduced.
+    pub task: Task,
+    /// 0 for the first attempt at the task, 1 for its first retry, ...
     pub attempt: u32,
-    /// How it died, if it did (`None`: it mapped its split, or its job
+    /// How it died, if it did (`None`: it did its task, or its job
     /// returned an error).
     pub death: Option<crate::error::Death>,
     /// Its peak resident set, in KiB (`ru_maxrss`).
@@ -96,12 +132,15 @@ pub struct WorkerStats {
 pub struct Report {
     /// The splits the input was cut into.
     pub splits: usize,
-    /// Every worker process started.
+    /// The key ranges the reduce was cut into, one reduce worker each.
+    pub partitions: usize,
+    /// Every worker process started: the map workers, then the reduce
+    /// workers.
     pub workers: Vec<WorkerStats>,
 }
 
 impl Report {
-    /// Splits mapped again because their worker died.
+    /// Tasks done again because their worker died.
     pub fn retries(&self) -> usize {
         self.workers.iter().filter(|w| w.attempt > 0).count()
     }
@@ -119,15 +158,21 @@ impl Report {
 
 /// Runs the job `name` of `registry`, made from `args`, over the lines of
 /// `files` (each file whole, for a job whose map takes its input whole),
-/// mapping every split in a worker process (this program,
-/// re-executed: its `main` must call [`worker_hook`] with a registry that
-/// holds the same job first), and writes the reduce output to `out`:
-/// `key<TAB>output` lines in the order of the keys' text, what
+/// mapping every split and reducing every key range in a worker process
+/// (this program, re-executed: its `main` must call [`worker_hook`] with a
+/// registry that holds the same job first), and writes the reduce output
+/// to `out`: `key<TAB>output` lines in the order of the keys' text, what
 /// `ember stream map`, `sort` and `ember stream reduce` write.
 ///
-/// A worker sees Hadoop Streaming's `mapreduce_map_input_file`,
+/// The reduce outputs of the key ranges are written one after the other,
+/// so the job's `reduce` over a range of keys must write what it writes
+/// for those keys over all of them (each key's output from that key's
+/// lines alone, in key order), as for Hadoop's several reducers.
+///
+/// A map worker sees Hadoop Streaming's `mapreduce_map_input_file`,
 /// `mapreduce_map_input_start` and `mapreduce_map_input_length` for its
-/// split, and [`ATTEMPT_ENV`].
+/// split, a reduce worker `mapreduce_task_partition` (its key range's
+/// index, from 0), and both [`ATTEMPT_ENV`].
 pub fn run(
     registry: &Registry,
     name: &str,
@@ -147,15 +192,42 @@ pub fn run(
         job: name.to_owned(),
         args: args.to_vec(),
     };
-    let (channels, workers) = supervise::map_all(&launch, &splits, opts)?;
+    let (channels, mut workers) = supervise::run_all(&launch, &splits, opts)?;
+    let partitions = partitions(&channels, opts.workers)?;
+    let (outputs, reducers) = supervise::run_all(&launch, &partitions, opts)?;
+    workers.extend(reducers);
+    for output in &outputs {
+        out.write_all(&output.map()?)
+            .map_err(|e| Error::io("<output>", e))?;
+    }
+    Ok(Report {
+        splits: splits.len(),
+        partitions: partitions.len(),
+        workers,
+    })
+}
+
+/// The reduce tasks over the map `channels`: at most `workers` key ranges
+/// of them.
+fn partitions(channels: &[spawn::Channel], workers: usize) -> Result<Vec<tasks::Partition>> {
     let maps = channels
         .iter()
         .map(spawn::Channel::map)
         .collect::<Result<Vec<_>>>()?;
-    let mut merged = merge::Lines::new(maps.iter().map(|m| &m[..]).collect());
-    job.reduce("<map output>", &mut merged, out)?;
-    Ok(Report {
-        splits: splits.len(),
-        workers,
-    })
+    let ranges = partition::ranges(&maps.iter().map(|m| &m[..]).collect::<Vec<_>>(), workers);
+    let count = ranges.len();
+    let partitions = ranges.into_iter().enumerate().map(|(index, parts)| {
+        let runs = channels.iter().zip(parts).filter(|(_, r)| !r.is_empty());
+        let runs = runs.map(|(channel, r)| tasks::Run {
+            fd: channel.fd(),
+            start: r.start,
+            end: r.end,
+        });
+        tasks::Partition {
+            index,
+            count,
+            runs: runs.collect(),
+        }
+    });
+    Ok(partitions.collect())
 }

@@ -7,17 +7,18 @@
 //! a pid that is killed is never one the system has handed to another
 //! process.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
-use super::splits::Split;
 use super::worker::{ATTEMPT_ENV, PROTOCOL, WORKER_ENV};
 use crate::error::{Death, Error, Result};
+use crate::stream::Role;
 
 /// The pids of the workers not yet reaped.
 static LIVE: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
@@ -45,6 +46,19 @@ pub(super) struct Launch {
     /// The job's name and arguments.
     pub(super) job: String,
     pub(super) args: Vec<String>,
+}
+
+/// What one worker is started to do.
+pub(super) struct Spec {
+    /// Map or reduce.
+    pub(super) role: Role,
+    /// The role's arguments, after the job's name and the channel.
+    pub(super) args: Vec<OsString>,
+    /// Variables set in the worker's environment.
+    pub(super) env: Vec<(&'static str, OsString)>,
+    /// Descriptors of this process the worker reads (its input channels),
+    /// left open across `exec` under the same numbers.
+    pub(super) inherit: Vec<RawFd>,
 }
 
 /// A worker's output: a memfd, shared memory that grows as the worker
@@ -79,6 +93,11 @@ impl Channel {
         Ok(Channel(File::from(unsafe { OwnedFd::from_raw_fd(fd) })))
     }
 
+    /// The descriptor, which a reduce worker inherits.
+    pub(super) fn fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+
     /// The channel's contents, once its worker has exited.
     pub(super) fn map(&self) -> Result<Contents> {
         let len = self
@@ -110,31 +129,30 @@ pub(super) struct Worker {
     pub(super) channel: Channel,
 }
 
-/// Starts a worker on `split` (its `attempt`-th try).
-pub(super) fn start(launch: &Launch, split: &Split, attempt: u32) -> Result<Worker> {
+/// Starts a worker as `spec` says (its `attempt`-th try at its task), with
+/// a new channel for its output.
+pub(super) fn start(launch: &Launch, spec: Spec, attempt: u32) -> Result<Worker> {
     let channel = Channel::new().map_err(|e| Error::io("<memfd>", e))?;
     let fd = channel.0.as_raw_fd();
     // SAFETY: `getpid` has no preconditions.
     let parent = unsafe { libc::getpid() };
     let mut command = Command::new(&launch.program);
     command
+        .arg(spec.role.name())
         .arg(&launch.job)
-        .arg(&split.path)
-        .args([split.start, split.end, fd as u64].map(|n| n.to_string()))
+        .arg(fd.to_string())
+        .args(&spec.args)
         .args(&launch.args)
         .env(WORKER_ENV, PROTOCOL)
         .env(ATTEMPT_ENV, attempt.to_string())
-        .env("mapreduce_map_input_file", &split.path)
-        .env("mapreduce_map_input_start", split.start.to_string())
-        .env(
-            "mapreduce_map_input_length",
-            (split.end - split.start).to_string(),
-        )
+        .envs(spec.env)
         .stdin(Stdio::null())
         .stdout(Stdio::null());
+    let mut open = spec.inherit;
+    open.push(fd);
     // SAFETY: the closure only makes async-signal-safe calls (prctl,
     // getppid, fcntl) and allocates nothing.
-    unsafe { command.pre_exec(move || in_child(parent, fd)) };
+    unsafe { command.pre_exec(move || in_child(parent, &open)) };
     let mut live = live();
     let child = command.spawn().map_err(|e| Error::io(&launch.program, e))?;
     let pid = child.id() as libc::pid_t;
@@ -143,9 +161,9 @@ pub(super) fn start(launch: &Launch, split: &Split, attempt: u32) -> Result<Work
 }
 
 /// In the forked child, before it executes the program: die with the
-/// parent, and keep the channel `fd` open across `exec` (under the number
-/// it has in the parent, which no other descriptor of the child has).
-fn in_child(parent: libc::pid_t, fd: libc::c_int) -> io::Result<()> {
+/// parent, and keep the channels `open` across `exec` (under the numbers
+/// they have in the parent, which no other descriptor of the child has).
+fn in_child(parent: libc::pid_t, open: &[RawFd]) -> io::Result<()> {
     // SAFETY: these calls have no memory-safety preconditions.
     unsafe {
         if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
@@ -155,8 +173,10 @@ fn in_child(parent: libc::pid_t, fd: libc::c_int) -> io::Result<()> {
         if libc::getppid() != parent {
             libc::_exit(1);
         }
-        if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
-            return Err(io::Error::last_os_error());
+        for &fd in open {
+            if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
     }
     Ok(())
@@ -191,8 +211,8 @@ pub fn wait_exited(pid: libc::pid_t) -> io::Result<()> {
 /// How a worker ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Exit {
-    /// Status 0.
-    Mapped,
+    /// Status 0: the task is done.
+    Done,
     /// Status [`super::worker::JOB_FAILED`]: the job's error is in the
     /// channel.
     JobFailed,
@@ -221,7 +241,7 @@ pub(super) fn reap(pid: libc::pid_t, kill: bool) -> (Exit, libc::rusage) {
         Exit::Died(Death::Signal(libc::WTERMSIG(status)))
     } else {
         match libc::WEXITSTATUS(status) {
-            0 => Exit::Mapped,
+            0 => Exit::Done,
             super::worker::JOB_FAILED => Exit::JobFailed,
             code => Exit::Died(Death::Status(code)),
         }

@@ -1,20 +1,32 @@
-//! Running the map workers: at most [`Options::workers`] at once, a dead
-//! worker's split retried on a fresh one, and no worker left behind however
-//! the run ends.
+//! Running the workers of a phase (the map tasks, then the reduce tasks):
+//! at most [`Options::workers`] at once, a dead worker's task retried on a
+//! fresh one, and no worker left behind however the run ends.
 
 use std::collections::{HashMap, VecDeque};
 
 use crossbeam_channel::{unbounded, Sender};
 
-use super::spawn::{self, Channel, Exit, Launch};
-use super::splits::Split;
-use super::{Options, WorkerStats};
-use crate::error::{Error, Result};
+use super::spawn::{self, Channel, Exit, Launch, Spec};
+use super::{Options, Task, WorkerStats};
+use crate::error::{Death, Error, Result};
 
-/// A worker that has not been reaped yet, and what it maps.
+/// What a phase's worker is given to do: a split to map, a key range to
+/// reduce.
+pub(super) trait Assignment {
+    /// How to start a worker on it.
+    fn spec(&self) -> Spec;
+    /// The task in the stats, as the phase's `index`-th.
+    fn task(index: usize) -> Task;
+    /// The run's error when its worker died on every one of `attempts`.
+    fn died(&self, death: Death, attempts: u32) -> Error;
+    /// The run's error when its job returned the error `message`.
+    fn failed(&self, message: String) -> Error;
+}
+
+/// A worker that has not been reaped yet, and its task.
 struct Running {
     worker: spawn::Worker,
-    split: usize,
+    task: usize,
     attempt: u32,
 }
 
@@ -33,28 +45,28 @@ impl Drop for Crew {
     }
 }
 
-/// Maps every split in a worker process: each split's channel, in split
-/// order, and every worker's stats.
-pub(super) fn map_all(
+/// Does every task in a worker process: each task's output channel, in
+/// task order, and every worker's stats.
+pub(super) fn run_all<A: Assignment>(
     launch: &Launch,
-    splits: &[Split],
+    tasks: &[A],
     opts: &Options,
 ) -> Result<(Vec<Channel>, Vec<WorkerStats>)> {
     let mut crew = Crew::default();
-    let mut queue: VecDeque<(usize, u32)> = (0..splits.len()).map(|s| (s, 0)).collect();
-    let mut channels: Vec<Option<Channel>> = (0..splits.len()).map(|_| None).collect();
+    let mut queue: VecDeque<(usize, u32)> = (0..tasks.len()).map(|t| (t, 0)).collect();
+    let mut channels: Vec<Option<Channel>> = (0..tasks.len()).map(|_| None).collect();
     let mut stats = Vec::new();
     let (exited, exits) = unbounded();
     loop {
         while crew.running.len() < opts.workers {
-            let Some((split, attempt)) = queue.pop_front() else {
+            let Some((task, attempt)) = queue.pop_front() else {
                 break;
             };
-            let worker = spawn::start(launch, &splits[split], attempt)?;
+            let worker = spawn::start(launch, tasks[task].spec(), attempt)?;
             let pid = worker.pid;
             let running = Running {
                 worker,
-                split,
+                task,
                 attempt,
             };
             crew.running.insert(pid, running);
@@ -68,26 +80,18 @@ pub(super) fn map_all(
             continue;
         };
         let (exit, usage) = spawn::reap(pid, false);
-        stats.push(worker_stats(&done, exit, &usage));
-        let split = &splits[done.split];
+        stats.push(worker_stats(A::task(done.task), &done, exit, &usage));
+        let task = &tasks[done.task];
         match exit {
-            Exit::Mapped => channels[done.split] = Some(done.worker.channel),
-            Exit::JobFailed => return Err(job_failed(split, &done.worker.channel)),
+            Exit::Done => channels[done.task] = Some(done.worker.channel),
+            Exit::JobFailed => return Err(task.failed(done.worker.channel.text())),
             Exit::Died(_) if done.attempt < opts.retries => {
-                queue.push_front((done.split, done.attempt + 1));
+                queue.push_front((done.task, done.attempt + 1));
             }
-            Exit::Died(death) => {
-                return Err(Error::WorkerDied {
-                    path: split.path.clone(),
-                    start: split.start,
-                    end: split.end,
-                    death,
-                    attempts: done.attempt + 1,
-                })
-            }
+            Exit::Died(death) => return Err(task.died(death, done.attempt + 1)),
         }
     }
-    let channels = channels.into_iter().map(|c| c.expect("every split mapped"));
+    let channels = channels.into_iter().map(|c| c.expect("every task done"));
     Ok((channels.collect(), stats))
 }
 
@@ -105,28 +109,17 @@ fn watch(pid: libc::pid_t, exited: Sender<libc::pid_t>) -> Result<()> {
         .map_err(|e| Error::io("<thread>", e))
 }
 
-fn worker_stats(done: &Running, exit: Exit, usage: &libc::rusage) -> WorkerStats {
+fn worker_stats(task: Task, done: &Running, exit: Exit, usage: &libc::rusage) -> WorkerStats {
     WorkerStats {
         pid: done.worker.pid as u32,
-        split: done.split,
+        task,
         attempt: done.attempt,
         death: match exit {
             Exit::Died(death) => Some(death),
-            Exit::Mapped | Exit::JobFailed => None,
+            Exit::Done | Exit::JobFailed => None,
         },
         peak_rss_kib: usage.ru_maxrss as u64,
         minor_faults: usage.ru_minflt as u64,
         major_faults: usage.ru_majflt as u64,
     }
-}
-
-/// The error a worker's job returned, with the split it was mapping.
-fn job_failed(split: &Split, channel: &Channel) -> Error {
-    Error::InvalidInput(format!(
-        "mapping '{}' bytes {}..{}: {}",
-        split.path.display(),
-        split.start,
-        split.end,
-        channel.text()
-    ))
 }

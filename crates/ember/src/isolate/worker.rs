@@ -1,10 +1,14 @@
-//! The worker role: a process started by [`super::run`] maps one split and
-//! writes its partial aggregates to the channel its parent gave it.
+//! The worker roles: a process started by [`super::run`] maps one split
+//! and writes its partial aggregates to the channel its parent gave it, or
+//! reduces one key range of the map channels and writes its output there.
 //!
 //! The protocol: the environment variable [`WORKER_ENV`] holds
-//! [`PROTOCOL`]; the arguments are the job's name, the file, the split's
-//! start and end, the channel's descriptor (left open across `exec`), then
-//! the job's arguments. A worker exits 0 when its split is mapped, and
+//! [`PROTOCOL`]; the arguments are the role (`map` or `reduce`), the job's
+//! name, the output channel's descriptor (left open across `exec`), the
+//! role's arguments, then the job's arguments. A map's are the file and
+//! the split's start and end; a reduce's the number of runs it merges,
+//! then each run as `FD:START:END`, a byte range of a map channel the
+//! parent left open for it. A worker exits 0 when its task is done, and
 //! [`JOB_FAILED`] with the job's error message in the channel (in place of
 //! its output) when the job returned an error; anything else (a signal,
 //! another status) is a death, which the parent may retry.
@@ -12,20 +16,23 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufWriter, Seek, Write};
+use std::ops::Range;
 use std::os::fd::FromRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use super::merge;
+use super::tasks::Run;
 use crate::error::{Error, Result};
 use crate::input::Input;
 use crate::options::RunOptions;
 use crate::runtime::Runtime;
-use crate::stream::Registry;
+use crate::stream::{Registry, Role, StreamJob};
 
 /// Set (to [`PROTOCOL`]) in a worker's environment, and only there.
 pub(super) const WORKER_ENV: &str = "EMBER_ISOLATE_WORKER";
 /// The protocol's version: a worker of another build of the program
 /// refuses to run rather than misread its arguments.
-pub(super) const PROTOCOL: &str = "1";
+pub(super) const PROTOCOL: &str = "2";
 /// A worker's exit status when the job returned an error.
 pub(super) const JOB_FAILED: i32 = 3;
 /// A worker's exit status when it was started wrongly.
@@ -34,10 +41,10 @@ const MISUSED: i32 = 2;
 /// first, `1` for the first retry, ... (Hadoop's task attempt).
 pub const ATTEMPT_ENV: &str = "EMBER_ISOLATE_ATTEMPT";
 
-/// Turns this process into an isolated map worker, if [`super::run`]
-/// started it as one, and then exits; else returns at once. Call it first
-/// thing in `main` (before threads start or arguments are parsed), with a
-/// registry that holds the jobs the program runs isolated.
+/// Turns this process into an isolated map or reduce worker, if
+/// [`super::run`] started it as one, and then exits; else returns at once.
+/// Call it first thing in `main` (before threads start or arguments are
+/// parsed), with a registry that holds the jobs the program runs isolated.
 pub fn worker_hook(registry: &Registry) {
     let Some(version) = std::env::var_os(WORKER_ENV) else {
         return;
@@ -53,7 +60,13 @@ pub fn worker_hook(registry: &Registry) {
     // SAFETY: the parent left the channel (a memfd) open under this number
     // across `exec`, and nothing else in this process owns it.
     let mut channel = unsafe { File::from_raw_fd(task.channel) };
-    let status = match map(registry, &task, &channel) {
+    let done = registry
+        .job(&task.job, &task.args)
+        .and_then(|job| match &task.work {
+            Work::Map { path, start, end } => map(job.as_ref(), path, *start..*end, &channel),
+            Work::Reduce { runs } => reduce(job.as_ref(), runs, &channel),
+        });
+    let status = match done {
         Ok(()) => 0,
         Err(e) => {
             let told = channel
@@ -69,54 +82,73 @@ pub fn worker_hook(registry: &Registry) {
     std::process::exit(status);
 }
 
-/// A worker's split and job, from its arguments.
+/// A worker's task and job, from its arguments.
 struct Task {
     job: String,
-    path: PathBuf,
-    start: usize,
-    end: usize,
     channel: i32,
+    work: Work,
     args: Vec<String>,
+}
+
+/// What a worker does.
+enum Work {
+    /// Map bytes `start..end` of the file.
+    Map {
+        path: PathBuf,
+        start: usize,
+        end: usize,
+    },
+    /// Reduce the merge of the runs.
+    Reduce { runs: Vec<Run> },
 }
 
 impl Task {
     fn parse(mut args: impl Iterator<Item = OsString>) -> Option<Task> {
-        let job = args.next()?.into_string().ok()?;
-        let path = PathBuf::from(args.next()?);
-        let start = args.next()?.into_string().ok()?.parse().ok()?;
-        let end = args.next()?.into_string().ok()?.parse().ok()?;
-        let channel = args.next()?.into_string().ok()?.parse().ok()?;
+        let mut text = || args.next()?.into_string().ok();
+        let role: Role = text()?.parse().ok()?;
+        let job = text()?;
+        let channel = text()?.parse().ok()?;
+        let work = match role {
+            Role::Map => Work::Map {
+                path: PathBuf::from(text()?),
+                start: text()?.parse().ok()?,
+                end: text()?.parse().ok()?,
+            },
+            Role::Reduce => {
+                let n: usize = text()?.parse().ok()?;
+                let runs = (0..n)
+                    .map(|_| Run::parse(&text()?))
+                    .collect::<Option<_>>()?;
+                Work::Reduce { runs }
+            }
+            _ => return None,
+        };
         let args = args.map(|a| a.into_string().ok()).collect::<Option<_>>()?;
         Some(Task {
             job,
-            path,
-            start,
-            end,
             channel,
+            work,
             args,
         })
     }
 }
 
-/// Maps the task's split with its job on one thread, into `channel`.
-fn map(registry: &Registry, task: &Task, channel: &File) -> Result<()> {
-    let job = registry.job(&task.job, &task.args)?;
-    let file = File::open(&task.path).map_err(|e| Error::io(&task.path, e))?;
+/// Maps bytes `range` of the file at `path` with `job` on one thread, into
+/// `channel`.
+fn map(job: &dyn StreamJob, path: &Path, range: Range<usize>, channel: &File) -> Result<()> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mapped;
-    let data: &[u8] = match task.start < task.end {
-        true => {
+    let data: &[u8] = match range.is_empty() {
+        false => {
             // SAFETY: read-only; a file cut short under the map raises
             // SIGBUS in this worker alone, which the parent reports as the
             // split's worker dying.
-            mapped = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(&task.path, e))?;
-            mapped.get(task.start..task.end).ok_or_else(|| {
-                Error::InvalidInput(format!(
-                    "'{}' is shorter than its split",
-                    task.path.display()
-                ))
+            mapped = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+            mapped.get(range).ok_or_else(|| {
+                Error::InvalidInput(format!("'{}' is shorter than its split", path.display()))
             })?
         }
-        false => &[],
+        true => &[],
     };
     let runtime = Runtime::builder().threads(1).build()?;
     let mut out = BufWriter::with_capacity(1 << 16, channel);
@@ -126,5 +158,30 @@ fn map(registry: &Registry, task: &Task, channel: &File) -> Result<()> {
         &RunOptions::default(),
         &mut out,
     )?;
+    out.flush().map_err(|e| Error::io("<channel>", e))
+}
+
+/// Reduces the merge of `runs` (each sorted by key) with `job`, into
+/// `channel`.
+fn reduce(job: &dyn StreamJob, runs: &[Run], channel: &File) -> Result<()> {
+    let maps = runs
+        .iter()
+        .map(|run| {
+            // SAFETY: the parent left this memfd open under this number for
+            // this worker, which owns it from here on.
+            let file = unsafe { File::from_raw_fd(run.fd) };
+            // SAFETY: read-only; the channel's writer, a map worker, has
+            // exited, and the parent never writes it.
+            let map =
+                unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io("<channel>", e))?;
+            match map.get(run.start..run.end) {
+                Some(_) => Ok((map, run.start..run.end)),
+                None => Err(Error::InvalidInput("a run past its channel's end".into())),
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut merged = merge::Lines::new(maps.iter().map(|(m, r)| &m[r.clone()]).collect());
+    let mut out = BufWriter::with_capacity(1 << 16, channel);
+    job.reduce("<map output>", &mut merged, &mut out)?;
     out.flush().map_err(|e| Error::io("<channel>", e))
 }

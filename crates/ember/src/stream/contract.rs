@@ -109,7 +109,11 @@ pub trait StreamJob: Send + Sync {
     fn combine(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()>;
     /// Folds `key<TAB>state` lines sorted by key (byte order of the key's
     /// text, as Hadoop and `LC_ALL=C sort` sort them) and writes each key's
-    /// `key<TAB>output` line.
+    /// `key<TAB>output` line. Over the lines of a range of keys it must
+    /// write what it writes for those keys over all lines: an isolated run
+    /// ([`crate::isolate::run`]) reduces key ranges in separate processes
+    /// and writes their outputs one after the other, as Hadoop's several
+    /// reducers do.
     fn reduce(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()>;
 }
 

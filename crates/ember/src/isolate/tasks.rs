@@ -1,0 +1,151 @@
+//! The two kinds of worker task: a split to map, a key range to reduce;
+//! how each is started, named in the stats, and named in an error.
+
+use std::ffi::OsString;
+use std::os::fd::RawFd;
+
+use super::spawn::Spec;
+use super::splits::Split;
+use super::supervise::Assignment;
+use super::Task;
+use crate::error::{Death, Error};
+use crate::stream::Role;
+
+impl Assignment for Split {
+    fn spec(&self) -> Spec {
+        let numbers = [self.start, self.end].map(|n| OsString::from(n.to_string()));
+        let mut args = vec![self.path.clone().into_os_string()];
+        args.extend(numbers);
+        Spec {
+            role: Role::Map,
+            args,
+            env: vec![
+                (
+                    "mapreduce_map_input_file",
+                    self.path.clone().into_os_string(),
+                ),
+                ("mapreduce_map_input_start", self.start.to_string().into()),
+                (
+                    "mapreduce_map_input_length",
+                    (self.end - self.start).to_string().into(),
+                ),
+            ],
+            inherit: Vec::new(),
+        }
+    }
+
+    fn task(index: usize) -> Task {
+        Task::Map { split: index }
+    }
+
+    fn died(&self, death: Death, attempts: u32) -> Error {
+        Error::WorkerDied {
+            path: self.path.clone(),
+            start: self.start,
+            end: self.end,
+            death,
+            attempts,
+        }
+    }
+
+    fn failed(&self, message: String) -> Error {
+        Error::InvalidInput(format!(
+            "mapping '{}' bytes {}..{}: {message}",
+            self.path.display(),
+            self.start,
+            self.end,
+        ))
+    }
+}
+
+/// A byte range of one map channel: the lines of a key range that one
+/// mapper wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Run {
+    /// The channel, a descriptor of the parent that the reduce worker
+    /// inherits.
+    pub(super) fd: RawFd,
+    pub(super) start: usize,
+    pub(super) end: usize,
+}
+
+impl Run {
+    /// The argument that names the run to a reduce worker: `FD:START:END`.
+    fn arg(&self) -> OsString {
+        format!("{}:{}:{}", self.fd, self.start, self.end).into()
+    }
+
+    /// A run from its argument.
+    pub(super) fn parse(arg: &str) -> Option<Run> {
+        let mut parts = arg.split(':').map(str::parse::<usize>);
+        let (fd, start, end) = (
+            parts.next()?.ok()?,
+            parts.next()?.ok()?,
+            parts.next()?.ok()?,
+        );
+        let fd = RawFd::try_from(fd).ok()?;
+        (parts.next().is_none() && start <= end).then_some(Run { fd, start, end })
+    }
+}
+
+/// A key range of the run's keys, reduced by one worker: its index among
+/// the ranges (in key order) and its lines in each map channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Partition {
+    pub(super) index: usize,
+    pub(super) count: usize,
+    pub(super) runs: Vec<Run>,
+}
+
+impl Assignment for Partition {
+    /// The arguments are the number of runs, then each run.
+    fn spec(&self) -> Spec {
+        let mut args = vec![OsString::from(self.runs.len().to_string())];
+        args.extend(self.runs.iter().map(Run::arg));
+        Spec {
+            role: Role::Reduce,
+            args,
+            env: vec![("mapreduce_task_partition", self.index.to_string().into())],
+            inherit: self.runs.iter().map(|r| r.fd).collect(),
+        }
+    }
+
+    fn task(index: usize) -> Task {
+        Task::Reduce { partition: index }
+    }
+
+    fn died(&self, death: Death, attempts: u32) -> Error {
+        Error::ReducerDied {
+            partition: self.index,
+            partitions: self.count,
+            death,
+            attempts,
+        }
+    }
+
+    fn failed(&self, message: String) -> Error {
+        Error::InvalidInput(format!(
+            "reducing key range {} of {}: {message}",
+            self.index + 1,
+            self.count
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_reads_back_from_its_argument() {
+        let run = Run {
+            fd: 7,
+            start: 10,
+            end: 4096,
+        };
+        assert_eq!(Run::parse(run.arg().to_str().unwrap()), Some(run));
+        for bad in ["7:10", "7:10:4096:1", "x:1:2", "7:9:8", "-1:0:0"] {
+            assert_eq!(Run::parse(bad), None, "{bad}");
+        }
+    }
+}
