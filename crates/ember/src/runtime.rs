@@ -363,7 +363,8 @@ impl Runtime {
         // A table reserved past the budget would spill at once: at most
         // the keys whose entries (at half load) fit in a worker's share.
         let entry = std::mem::size_of::<(J::Key, StateOf<J>)>().max(1);
-        let fit = memory.budget.share(memory.reserved, self.threads()) / (2 * entry);
+        let share_entries = memory.budget.share(memory.reserved, self.threads()) / entry;
+        let fit = share_entries / 2;
         let sizing = Sizing {
             partitions: plan.partitions,
             dense: match job.keys() {
@@ -372,6 +373,7 @@ impl Runtime {
             },
             keys: prediction.map_or(0, |p| (p.keys_per_worker as usize).min(fit)),
             pairs: prediction.map_or(0, |p| p.pairs_per_worker as usize),
+            share_entries,
         };
         let combiner = job.combiner();
         let barrier = Barrier {
