@@ -204,13 +204,16 @@ pub(crate) type Each<'e, J> = &'e mut dyn FnMut(<J as Job>::Key, <J as Job>::Out
 /// (`columns[p][w]`: partition `p` of worker `w`).
 type Columns<J> = Vec<Vec<Entries<J>>>;
 
+/// The finished spill files of a run's workers.
+type Files<J> = Vec<Spilled<<J as Job>::Key>>;
+
 /// Everything the workers of a spilled run hold, taken out for the merge:
 /// their finished spill files, and what each container still holds.
 fn take_out<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     s: &Spiller<'_, J>,
     workers: Vec<Worker<C, J::Key>>,
-) -> Result<(Vec<Spilled<J::Key>>, Columns<J>)> {
-    let mut files: Vec<Spilled<J::Key>> = Vec::new();
+) -> Result<(Files<J>, Columns<J>)> {
+    let mut files: Files<J> = Vec::new();
     let mut columns: Columns<J> = Vec::new();
     for mut w in workers {
         if let Some(writer) = w.writer.take() {
