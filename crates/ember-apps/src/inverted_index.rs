@@ -392,8 +392,9 @@ pub struct Streamed {
 /// Builds the inverted index of `input` on `rt` as [`build`] does, but
 /// hands each word and its ids to `each`, in word order, instead of
 /// collecting the index ([`Runtime::run_each`]): a run that spilled to
-/// disk reduces each word as the merge of its runs reaches it and hands
-/// it over at once, so the index is never held in memory. The first error
+/// disk merges its runs a few key ranges at a time and hands each
+/// range's words over in order, so the index is never all held in
+/// memory. The first error
 /// `each` returns stops the run.
 pub fn build_each(
     rt: &Runtime,

@@ -25,8 +25,9 @@
 //! runtime's workers, which needs them all at hand (mapped). Records
 //! larger than the memory budget are sorted by [`external_sort`] instead
 //! ([`SortPlan`] decides): map keeps whole records, and a worker past its
-//! share of the budget writes them to disk as sorted runs; one merge of
-//! every run then streams the records, in order, to the output. An input
+//! share of the budget writes them to disk as sorted runs; the runs are
+//! then merged in key ranges on the workers, and the records stream, in
+//! order, to the output. An input
 //! whose length is not a multiple of 100 is [`Error::InvalidInput`].
 
 use std::io::{self, Write};
@@ -574,9 +575,9 @@ impl Job for ExternalJob {
 /// them to `out` in order, within the memory budget of `opts` (else the
 /// machine's default): an external sort. Map keeps whole records; a worker
 /// whose records pass its share of the budget sorts them and writes them
-/// to disk as runs; reduce is one merge of every run (and of what the
-/// workers still hold), which streams the records to `out` in one pass,
-/// so the sorted records are never all in memory. Records that fit in the
+/// to disk as runs; reduce merges every run (what the workers still hold
+/// is spilled too) in key ranges on the workers, and the records stream
+/// to `out` in order, so the sorted records are never all in memory. Records that fit in the
 /// budget are not spilled, and are sorted in memory and written the same
 /// way. The output is the bytes [`sequential`] gives; returns the run's
 /// stats. A write that fails is [`Error::Output`]; a streamed input that

@@ -81,6 +81,21 @@ fn equal_keys_keep_input_order_across_runs() {
     assert!(got == want);
 }
 
+/// A runtime on the calling thread merges the key ranges there, one after
+/// another: the same bytes.
+#[test]
+fn a_runtime_on_the_calling_thread_sorts_externally_too() {
+    let data = records(&SortSpec {
+        records: 20_000,
+        seed: 25,
+    });
+    let rt = Runtime::builder().on_caller().build().unwrap();
+    let opts = RunOptions::default().memory_limit(256 << 10);
+    let (got, stats) = sort_to_vec(&rt, &Input::bytes(&data), &opts);
+    assert!(stats.memory.spills > 0);
+    assert!(got == sequential(&data).unwrap());
+}
+
 #[test]
 fn a_streamed_input_and_a_budget_that_fits_give_the_same_bytes() {
     let data = records(&SortSpec {

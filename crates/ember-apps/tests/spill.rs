@@ -197,12 +197,13 @@ proptest! {
     }
 }
 
-/// How [`Count`] fails, in the second half of the input.
+/// How [`Count`] fails: in the second half of the input, or in reduce.
 #[derive(Clone, Copy)]
 enum Fail {
     Never,
     Malformed,
     Panic,
+    PanicInReduce,
 }
 
 /// Word count, with or without a codec, that can fail in the second half
@@ -238,7 +239,7 @@ impl Job for Count<'_> {
     }
 
     fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
-        if split.offset < self.half || matches!(self.fail, Fail::Never) {
+        if split.offset < self.half || matches!(self.fail, Fail::Never | Fail::PanicInReduce) {
             return WordCount::new().map(split, emit);
         }
         if self.spill_dir.is_some_and(|d| !left_in(d).is_empty()) {
@@ -251,6 +252,9 @@ impl Job for Count<'_> {
     }
 
     fn reduce(&self, _k: &Bytes, n: u64) -> u64 {
+        if matches!(self.fail, Fail::PanicInReduce) {
+            panic!("reduce failure");
+        }
         n
     }
 
@@ -282,6 +286,46 @@ fn an_error_or_a_panic_removes_the_spill_files() {
     // The runtime is still usable.
     let out = rt.run(&WordCount::new(), &Input::bytes(&data)).unwrap();
     assert!(as_pairs(&out.pairs) == wordcount::sequential(&[&data]));
+}
+
+/// A reduce that panics in the streamed merge (key ranges merged on the
+/// workers, handed over on the calling thread) fails the run in reduce,
+/// spill files removed, for any thread count and a runtime on the calling
+/// thread; the runtime is usable afterwards.
+#[test]
+fn a_panic_in_a_streamed_merge_removes_the_spill_files() {
+    let data = corpus(2 << 20, 20_000, 19);
+    let dir = tempfile::tempdir().unwrap();
+    let runtimes = THREADS
+        .iter()
+        .map(|&t| Runtime::builder().threads(t).build().unwrap())
+        .chain([Runtime::builder().on_caller().build().unwrap()]);
+    for rt in runtimes {
+        let job = Count::new(Fail::PanicInReduce, true, &data, None);
+        let opts = RunOptions::default()
+            .memory_limit(64 << 10)
+            .spill_dir(dir.path().to_path_buf());
+        let err = rt
+            .run_each(&job, &Input::bytes(&data), &opts, |_, _| Ok(()))
+            .unwrap_err();
+        let what = format!("{} threads", rt.threads());
+        assert!(
+            matches!(
+                err,
+                Error::Panicked {
+                    phase: Phase::Reduce,
+                    ..
+                }
+            ),
+            "{what}: {err}"
+        );
+        assert!(left_in(dir.path()).is_empty(), "{what}: spill files left");
+        let out = rt.run(&WordCount::new(), &Input::bytes(&data)).unwrap();
+        assert!(
+            as_pairs(&out.pairs) == wordcount::sequential(&[&data]),
+            "{what}"
+        );
+    }
 }
 
 #[test]

@@ -309,10 +309,11 @@ impl Runtime {
     /// Runs a job and hands its output to `each`, one key at a time in key
     /// order (not [`Job::order`]), instead of collecting it: a run whose
     /// intermediate data spilled to disk
-    /// ([`RunOptions::memory_limit`]) reduces each key as the one-pass
-    /// merge of its runs reaches it and hands it over at once, on the
-    /// calling thread, so that the output is never held in memory (an
-    /// external sort writes its output this way). A run that did not
+    /// ([`RunOptions::memory_limit`]) cuts its runs into key ranges,
+    /// merges and reduces a few ranges at a time on the workers, and hands
+    /// each range's keys over on the calling thread in key order, so that
+    /// the output is never all held in memory (an external sort writes its
+    /// output this way). A run that did not
     /// spill reduces as [`Runtime::run_with`] does, then hands its sorted
     /// output over. The first error `each` returns stops the run and is
     /// returned. Returns the run's stats; `opts.top` is refused
@@ -436,7 +437,8 @@ impl Runtime {
         // A table reserved past the budget would spill at once: at most
         // the keys whose entries (at half load) fit in a worker's share.
         let entry = std::mem::size_of::<(J::Key, StateOf<J>)>().max(1);
-        let fit = memory.budget.share(memory.reserved, self.threads()) / (2 * entry);
+        let share_entries = memory.budget.share(memory.reserved, self.threads()) / entry;
+        let fit = share_entries / 2;
         let sizing = Sizing {
             partitions: plan.partitions,
             dense: match job.keys() {
@@ -445,6 +447,7 @@ impl Runtime {
             },
             keys: prediction.map_or(0, |p| (p.keys_per_worker as usize).min(fit)),
             pairs: prediction.map_or(0, |p| p.pairs_per_worker as usize),
+            share_entries,
         };
         let combiner = job.combiner();
         let barrier = Barrier {

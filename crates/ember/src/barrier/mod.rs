@@ -101,7 +101,7 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
         )?;
         stats.map_secs = secs(map_start.elapsed());
         stats.map_tasks = workers.iter().map(|w| w.1).collect();
-        let workers: Vec<Worker<C>> = workers.into_iter().map(|w| w.0).collect();
+        let workers: Vec<Worker<C, J::Key>> = workers.into_iter().map(|w| w.0).collect();
         stats.pairs_emitted = workers.iter().map(|w| w.container.pairs).sum();
         let held: usize = workers.iter().map(|w| w.container.distinct()).sum();
         stats.actual_keys_per_worker = (held / workers.len().max(1)) as u64;
@@ -117,7 +117,8 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
         let spilled = workers.iter().any(Worker::spilled);
         let (reduced, tasks) = match (spilled, each) {
             (true, Some(each)) => {
-                let (keys, tasks) = stream_spilled(pool, (job, &spiller), workers, each)?;
+                let (keys, tasks, memory) = stream_spilled(pool, (job, &spiller), workers, each)?;
+                stats.memory = memory;
                 (Reduced::Handed(keys), tasks)
             }
             (true, None) => {

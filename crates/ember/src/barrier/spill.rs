@@ -15,10 +15,11 @@ use crate::combine::Combiner;
 use crate::container::{Container, Counting};
 use crate::error::{Error, Phase, Result};
 use crate::job::{Job, StateOf};
+use crate::key::Key;
 use crate::memory::{Budget, Ledger};
 use crate::pool::Pool;
 use crate::progress::Watch;
-use crate::spill::{self, Codec, Source, SpillDir, Spilled, Writer};
+use crate::spill::{self, Codec, Ranges, Source, SpillDir, Spilled, Writer};
 use crate::stats::{secs, MemoryStats};
 use crate::trace::{Args, SpanKind, Track};
 use crate::unwind;
@@ -66,17 +67,17 @@ impl<'r, J: Job> Spiller<'r, J> {
     }
 }
 
-/// One map worker's container and its spill file.
-pub(crate) struct Worker<C> {
+/// One map worker's container (keys `K`) and its spill file.
+pub(crate) struct Worker<C, K> {
     pub(crate) index: usize,
     pub(crate) container: Counting<C>,
     /// Pairs the container had received at its last spill.
     spilled_at: u64,
-    writer: Option<Writer>,
+    writer: Option<Writer<K>>,
     spill_secs: f64,
 }
 
-impl<C> Worker<C> {
+impl<C, K: Key> Worker<C, K> {
     /// Worker `index`, mapping into `container`.
     pub(crate) fn new(index: usize, container: Counting<C>) -> Self {
         Worker {
@@ -90,9 +91,9 @@ impl<C> Worker<C> {
 
     /// The bytes the container holds, as tracked: its own arrays, and the
     /// values a non-folding combiner keeps.
-    fn held<J: Job>(&self) -> usize
+    fn held<J: Job<Key = K>>(&self) -> usize
     where
-        C: Container<J::Key, J::Value, J::Combiner>,
+        C: Container<K, J::Value, J::Combiner>,
     {
         let kept = match J::Combiner::FOLDS {
             true => 0,
@@ -103,9 +104,9 @@ impl<C> Worker<C> {
 
     /// Reports the container's bytes and, if they pass the worker's share,
     /// spills it: every partition sorted by key, written as a run.
-    pub(crate) fn after_split<J: Job>(&mut self, s: &Spiller<'_, J>) -> Result<()>
+    pub(crate) fn after_split<J: Job<Key = K>>(&mut self, s: &Spiller<'_, J>) -> Result<()>
     where
-        C: Container<J::Key, J::Value, J::Combiner>,
+        C: Container<K, J::Value, J::Combiner>,
     {
         let held = self.held::<J>();
         s.ledger.hold(self.index, held as u64);
@@ -120,13 +121,39 @@ impl<C> Worker<C> {
                 false => Ok(()),
             };
         };
+        self.spill(s, codec)
+    }
+
+    /// Spills what the container holds, if anything: what is left of a
+    /// worker that spilled before, at the end of map.
+    fn spill_rest<J: Job<Key = K>>(&mut self, s: &Spiller<'_, J>) -> Result<()>
+    where
+        C: Container<K, J::Value, J::Combiner>,
+    {
+        match (s.codec, self.container.distinct()) {
+            (Some(codec), 1..) => self.spill(s, codec),
+            _ => Ok(()),
+        }
+    }
+
+    /// Spills the container: every partition sorted by key, written as a
+    /// run.
+    fn spill<J: Job<Key = K>>(
+        &mut self,
+        s: &Spiller<'_, J>,
+        codec: Codec<K, StateOf<J>>,
+    ) -> Result<()>
+    where
+        C: Container<K, J::Value, J::Combiner>,
+    {
         let start = Instant::now();
         let writer = match &mut self.writer {
             Some(w) => w,
             None => self.writer.insert(Writer::create(&s.dir, self.index)?),
         };
         let before = writer.bytes();
-        writer.spill(self.container.inner.drain(s.combiner), codec)?;
+        let emptied = writer.spill(self.container.inner.drain(s.combiner), codec)?;
+        self.container.inner.refill(emptied);
         self.spilled_at = self.container.pairs;
         self.spill_secs += secs(start.elapsed());
         let args = Args {
@@ -148,7 +175,10 @@ impl<C> Worker<C> {
 }
 
 /// The memory stats of a run's workers.
-pub(crate) fn memory_stats<C, J: Job>(s: &Spiller<'_, J>, workers: &[Worker<C>]) -> MemoryStats {
+pub(crate) fn memory_stats<C, J: Job>(
+    s: &Spiller<'_, J>,
+    workers: &[Worker<C, J::Key>],
+) -> MemoryStats {
     let writers = || workers.iter().filter_map(|w| w.writer.as_ref());
     MemoryStats {
         limit_bytes: s.budget.bytes,
@@ -174,13 +204,16 @@ pub(crate) type Each<'e, J> = &'e mut dyn FnMut(<J as Job>::Key, <J as Job>::Out
 /// (`columns[p][w]`: partition `p` of worker `w`).
 type Columns<J> = Vec<Vec<Entries<J>>>;
 
+/// The finished spill files of a run's workers.
+type Files<J> = Vec<Spilled<<J as Job>::Key>>;
+
 /// Everything the workers of a spilled run hold, taken out for the merge:
 /// their finished spill files, and what each container still holds.
 fn take_out<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     s: &Spiller<'_, J>,
-    workers: Vec<Worker<C>>,
-) -> Result<(Vec<Spilled>, Columns<J>)> {
-    let mut files: Vec<Spilled> = Vec::new();
+    workers: Vec<Worker<C, J::Key>>,
+) -> Result<(Files<J>, Columns<J>)> {
+    let mut files: Files<J> = Vec::new();
     let mut columns: Columns<J> = Vec::new();
     for mut w in workers {
         if let Some(writer) = w.writer.take() {
@@ -209,7 +242,7 @@ fn in_memory<'f, K: Ord, S>(mut part: Vec<(K, S)>) -> Source<'f, K, S> {
 pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     pool: &Pool,
     (job, s): (&J, &Spiller<'_, J>),
-    workers: Vec<Worker<C>>,
+    workers: Vec<Worker<C, J::Key>>,
     busy: &Busy<'_>,
 ) -> Result<(Vec<Run<J>>, Vec<u64>)> {
     let codec = s.codec.expect("only a job with a codec spills");
@@ -244,42 +277,68 @@ pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
     Ok((runs, tasks.counts()))
 }
 
-/// Reduces a run in which some worker spilled straight into `each`: one
-/// merge, on the calling thread, of every partition's runs on disk and of
-/// what every container still holds, so that each key is reduced and
-/// handed over in key order and no output is held in memory. Returns the
-/// keys handed over and the tasks each worker ran (the one merge counts
-/// as worker 0's).
+/// Reduces a run in which some worker spilled straight into `each`, each
+/// key reduced and handed over in key order, and no output held in
+/// memory past a few key ranges'. What the containers still hold is
+/// spilled first, so that every source is a run on disk that can be cut
+/// at a key (and the containers' memory is the merge's); then the key
+/// space is cut into ranges of about equal bytes ([`Ranges`]), each
+/// range's runs are merged and reduced by one task on the workers, a few
+/// ranges ahead of the one handed over, and the calling thread hands the
+/// ranges' keys to `each` in range order. Returns the keys handed over,
+/// the tasks each worker ran (a range is a task) and the memory stats,
+/// the last spills counted.
 pub(crate) fn stream_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     pool: &Pool,
     (job, s): (&J, &Spiller<'_, J>),
-    workers: Vec<Worker<C>>,
+    mut workers: Vec<Worker<C, J::Key>>,
     each: Each<'_, J>,
-) -> Result<(u64, Vec<u64>)> {
+) -> Result<(u64, Vec<u64>, MemoryStats)> {
     let codec = s.codec.expect("only a job with a codec spills");
-    let (files, columns) = take_out(s, workers)?;
-    let runs: usize = files.iter().map(Spilled::total).sum();
-    let buffer = spill::read_buffer(s.merge_bytes, runs);
-    let mut sources: Vec<Source<'_, _, _>> = files
-        .iter()
-        .flat_map(|f| f.all_runs(codec, buffer))
-        .map(Source::Disk)
-        .collect();
-    let parts = columns.into_iter().flatten().filter(|p| !p.is_empty());
-    sources.extend(parts.map(in_memory));
+    let spilled = pool.install(|| {
+        let rest = |w: &mut Worker<C, J::Key>| w.spill_rest(s);
+        workers
+            .par_iter_mut()
+            .map(rest)
+            .collect::<Result<Vec<()>>>()
+    });
+    spilled?;
+    let memory = memory_stats(s, &workers);
+    let (files, _) = take_out(s, workers)?;
+    // Half the merge's memory for the ranges' outputs, half for their
+    // readers.
+    let window = 2 * pool.threads();
+    let per_range = s.merge_bytes / (2 * window);
+    let ranges = Ranges::new(&files, per_range);
+    let buffer = spill::read_buffer(per_range, ranges.runs());
     let tasks = Tasks::new(pool, s.watch);
-    let merge = || {
-        let mut keys = 0u64;
-        let combiner = s.combiner;
-        let join = |a: &mut StateOf<J>, b| combiner.merge(a, b);
-        let hand = |k: J::Key, st| {
-            keys += 1;
-            let o = combiner.finish(st, |r| job.reduce(&k, r));
-            each(k, o)
-        };
-        unwind::catch(Phase::Reduce, || spill::merge(sources, join, hand))??;
-        Ok(keys)
+    let merge_range = |r: usize| {
+        tasks.run(r, || {
+            let mut out = Vec::new();
+            let combiner = s.combiner;
+            let join = |a: &mut StateOf<J>, b| combiner.merge(a, b);
+            let reduce = |k: J::Key, st| {
+                let o = combiner.finish(st, |x| job.reduce(&k, x));
+                out.push((k, o));
+                Ok(())
+            };
+            let sources = ranges.sources(r, codec, buffer);
+            unwind::catch(Phase::Reduce, || spill::merge(sources, join, reduce))??;
+            Ok(out)
+        })
     };
-    let keys = tasks.traced(0, merge, |&keys| keys)?;
-    Ok((keys, tasks.counts()))
+    let mut released = ranges.unreleased();
+    let mut keys = 0u64;
+    let hand = |r: usize, out: Result<Run<J>>| {
+        for (k, o) in out? {
+            keys += 1;
+            each(k, o)?;
+        }
+        if r + 1 < ranges.len() {
+            ranges.release(r + 1, &mut released);
+        }
+        Ok(())
+    };
+    pool.ordered((ranges.len(), window), merge_range, hand)?;
+    Ok((keys, tasks.counts(), memory))
 }

@@ -62,6 +62,11 @@ pub(crate) trait Container<K: Key, V, C: Combiner<V>>: Emit<K, V> + Send {
     /// keys belong to no partition gives one part), and leaves the
     /// container empty and ready for more pairs: what a worker spills.
     fn drain(&mut self, combiner: &C) -> Vec<Vec<(K, C::State)>>;
+    /// Takes back the parts [`Container::drain`] gave, written to disk
+    /// and emptied, to reuse their memory (by default they are dropped).
+    fn refill(&mut self, emptied: Vec<Vec<(K, C::State)>>) {
+        drop(emptied);
+    }
     /// Joins partition `p` of every worker (states merged with
     /// `combiner`) and reduces each key with `reduce`, which gets what the
     /// combiner hands over for it.
@@ -111,6 +116,9 @@ pub(crate) struct Sizing {
     pub(crate) keys: usize,
     /// Pairs per worker the sample predicts (0: unknown).
     pub(crate) pairs: usize,
+    /// (key, state) entries that a worker's share of the memory budget
+    /// holds: the unique container grows to it, then in small steps.
+    pub(crate) share_entries: usize,
 }
 
 /// Something to do with the containers of a run, whatever their kind:
@@ -148,6 +156,7 @@ where
         dense,
         keys,
         pairs,
+        share_entries,
     } = sizing;
     match kind {
         ContainerKind::Hash => {
@@ -174,7 +183,8 @@ where
             visitor.visit(|_| Counting::new(AppendContainer::new(partitions, pairs)))
         }
         ContainerKind::Unique | ContainerKind::Auto => {
-            visitor.visit(|_| Counting::new(UniqueContainer::new(partitions, combiner.clone())))
+            let new = || UniqueContainer::new(partitions, share_entries, combiner.clone());
+            visitor.visit(|_| Counting::new(new()))
         }
     }
 }

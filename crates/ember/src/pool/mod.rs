@@ -184,6 +184,55 @@ impl Pool {
         self.inner.broadcast(|ctx| f(ctx.index()))
     }
 
+    /// Runs `task(i)` for every `i` in `0..n` on the workers, at most
+    /// `window` tasks ahead of the one handed over, and calls `hand(i,
+    /// result)` on the calling thread in index order: the results are
+    /// made in parallel and used in order, with at most `window` of them
+    /// held at once. A pool on the calling thread (or a call from one of
+    /// the workers) runs each task on the calling thread before handing it
+    /// over. Stops at the first error `hand` returns, once the tasks
+    /// started have ended; a task's panic is resumed on the calling thread.
+    pub(crate) fn ordered<T: Send, E>(
+        &self,
+        (n, window): (usize, usize),
+        task: impl Fn(usize) -> T + Sync,
+        mut hand: impl FnMut(usize, T) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        self.check_thread();
+        if self.caller.is_some() || self.current_index().is_some() {
+            // No worker is free to take a task while this thread waits.
+            return (0..n).try_for_each(|i| hand(i, task(i)));
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let task = &task;
+        self.inner.in_place_scope(|scope| {
+            let spawn = |i: usize| {
+                let tx = tx.clone();
+                scope.spawn(move |_| {
+                    let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task(i)));
+                    // The receiver is gone only once `hand` failed.
+                    let _ = tx.send((i, made));
+                });
+            };
+            (0..n.min(window)).for_each(spawn);
+            let mut made: Vec<Option<T>> = (0..n).map(|_| None).collect();
+            for next in 0..n {
+                while made[next].is_none() {
+                    let (i, result) = rx.recv().expect("every task sends its result");
+                    match result {
+                        Ok(t) => made[i] = Some(t),
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    }
+                }
+                hand(next, made[next].take().expect("the result just made"))?;
+                if next + window < n {
+                    spawn(next + window);
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Runs `f` inside the pool, so rayon's parallel iterators in it use the
     /// pool's workers.
     pub(crate) fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {

@@ -15,7 +15,7 @@ pub(crate) enum Source<'f, K, S> {
     Disk(RunReader<'f, K, S>),
 }
 
-impl<K, S> Source<'_, K, S> {
+impl<K: Ord, S> Source<'_, K, S> {
     fn next(&mut self) -> Result<Option<(K, S)>> {
         match self {
             Source::Memory(it) => Ok(it.next()),

@@ -22,8 +22,9 @@
 //!
 //! The parts: `codec` (how keys and states are written), `dir` (the spill
 //! directories), `write` (a worker's spill file, run by run), `read` (a
-//! run read back, its pages released as it goes) and `merge` (the p-way
-//! merge of runs and in-memory entries).
+//! run read back, its pages released as it goes), `merge` (the p-way
+//! merge of runs and in-memory entries) and `range` (the key ranges of a
+//! merge of every run, merged apart).
 
 use std::path::Path;
 
@@ -33,6 +34,7 @@ mod codec;
 mod dir;
 mod encode;
 mod merge;
+mod range;
 mod read;
 mod write;
 
@@ -41,6 +43,7 @@ pub use dir::remove_live_dirs;
 pub(crate) use dir::{check_dir, default_dir, SpillDir};
 pub use encode::{decode_len, encode_len, Encode};
 pub(crate) use merge::{merge, Source};
+pub(crate) use range::Ranges;
 pub(crate) use read::{read_buffer, Spilled};
 pub(crate) use write::Writer;
 
@@ -50,6 +53,17 @@ struct RunAt {
     partition: usize,
     start: u64,
     len: u64,
+}
+
+/// A place in a run where a reader can start: the file offset of a block
+/// (of a record, in an uncompressed run) and the key of its first record.
+/// A run has a mark about every [`BLOCK`] bytes of records, its first
+/// record's among them: what the key ranges of a parallel merge are cut
+/// by.
+#[derive(Debug)]
+struct Mark<K> {
+    at: u64,
+    key: K,
 }
 
 /// The error for a spill file or directory that could not be written.
@@ -124,6 +138,77 @@ mod tests {
         }
     }
 
+    /// Runs of `lens[i]` entries each, keys drawn below `keys` (repeated
+    /// within a run and across runs), each run sorted: (key, 1) pairs.
+    fn runs_of_keys(lens: &[usize], keys: u32, seed: u64) -> Vec<Vec<(u32, u64)>> {
+        let mut x = seed | 1;
+        let mut next = move || {
+            // xorshift64
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % u64::from(keys)) as u32
+        };
+        lens.iter()
+            .map(|&n| (0..n).map(|_| (next(), 1)).collect())
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Every run cut into key ranges (at marks inside runs too), the
+        /// ranges merged apart and joined in range order, pages released
+        /// behind each range as the streamed merge does: each key once, in
+        /// order, with the sums of the whole merge.
+        #[test]
+        fn ranges_merged_apart_give_the_whole_merge(
+            lens in proptest::collection::vec(
+                prop_oneof![Just(0usize), 1usize..50, 5_000usize..25_000], 1..6),
+            keys in prop_oneof![Just(1u32), 2u32..100, 1_000u32..1_000_000],
+            seed in any::<u64>(),
+            blocks in prop_oneof![Just(0usize), 1usize..4, Just(1 << 20)],
+            buffer in prop_oneof![Just(4usize << 10), Just(256usize << 10)],
+            lz4 in any::<bool>(),
+            prefix in any::<bool>(),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let spill_dir = SpillDir::under(dir.path().to_path_buf());
+            let mut codec = Codec::<u32, u64>::new();
+            if lz4 {
+                codec = codec.compression(Compression::Lz4);
+            }
+            if prefix {
+                codec = codec.prefix(|k| u64::from(k / 8));
+            }
+            let runs = runs_of_keys(&lens, keys, seed);
+            let mut want = std::collections::BTreeMap::new();
+            for &(k, v) in runs.iter().flatten() {
+                *want.entry(k).or_insert(0u64) += v;
+            }
+            // Two files: the runs dealt out between them.
+            let mut writers = [Writer::create(&spill_dir, 0).unwrap(), Writer::create(&spill_dir, 1).unwrap()];
+            for (i, run) in runs.into_iter().enumerate() {
+                writers[i % 2].spill(vec![run], codec).unwrap();
+            }
+            let files: Vec<Spilled<u32>> = writers.into_iter().map(|w| w.finish().unwrap()).collect();
+            let ranges = Ranges::new(&files, blocks * BLOCK);
+            let mut released = ranges.unreleased();
+            let mut got = Vec::new();
+            for r in 0..ranges.len() {
+                let sources = ranges.sources(r, codec, buffer);
+                merge(sources, |a, b| *a += b, |k, v| {
+                    got.push((k, v));
+                    Ok(())
+                }).unwrap();
+                if r + 1 < ranges.len() {
+                    ranges.release(r + 1, &mut released);
+                }
+            }
+            let want: Vec<(u32, u64)> = want.into_iter().collect();
+            prop_assert_eq!(got, want);
+        }
+    }
+
     #[test]
     fn a_damaged_run_is_an_error_naming_the_file() {
         for compression in [Compression::None, Compression::Lz4] {
@@ -156,7 +241,7 @@ mod tests {
         let parent = tempfile::tempdir().unwrap();
         let dir = SpillDir::under(parent.path().to_path_buf());
         assert_eq!(dir.path(), None);
-        Writer::create(&dir, 0).unwrap();
+        Writer::<u32>::create(&dir, 0).unwrap();
         let made = dir.path().unwrap();
         assert!(made.is_dir());
         drop(dir);

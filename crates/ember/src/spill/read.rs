@@ -1,26 +1,29 @@
-//! Reading a worker's spill file back: one reader per run, each through
-//! a buffer of its own, releasing the file's pages as it goes.
+//! Reading a worker's spill file back: one reader per run (or per key
+//! range of a run), each through a buffer of its own, releasing the
+//! file's pages as it goes.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use super::codec::BLOCK_HEADER;
-use super::{decode_len, Codec, Compression, RunAt};
+use super::{decode_len, Codec, Compression, Mark, RunAt};
 use crate::error::{Error, Result};
 
-/// One worker's finished spill file and its runs.
+/// One worker's finished spill file of keys `K`, and its runs.
 #[derive(Debug)]
-pub(crate) struct Spilled {
+pub(crate) struct Spilled<K> {
     pub(super) path: PathBuf,
     pub(super) file: File,
     pub(super) runs: Vec<RunAt>,
+    /// Each run's marks, by run.
+    pub(super) marks: Vec<Vec<Mark<K>>>,
 }
 
-impl Spilled {
+impl<K> Spilled<K> {
     /// Readers of partition `p`'s runs, each with a buffer of `buffer`
     /// bytes.
-    pub(crate) fn runs_of<K, S>(
+    pub(crate) fn runs_of<S>(
         &self,
         p: usize,
         codec: Codec<K, S>,
@@ -29,32 +32,35 @@ impl Spilled {
         self.runs
             .iter()
             .filter(move |r| r.partition == p)
-            .map(move |r| self.reader(r, codec, buffer))
+            .map(move |r| {
+                let mut reader = self.reader(r, r.start, codec, buffer);
+                reader.released = Some(r.start.next_multiple_of(PAGE));
+                reader
+            })
     }
 
-    /// Readers of every run, of every partition, each with a buffer of
-    /// `buffer` bytes.
-    pub(crate) fn all_runs<K, S>(
+    /// A reader of run `r` from file offset `at` on (a mark's, or the
+    /// run's start), which releases no pages.
+    pub(super) fn reader<S>(
         &self,
+        r: &RunAt,
+        at: u64,
         codec: Codec<K, S>,
         buffer: usize,
-    ) -> impl Iterator<Item = RunReader<'_, K, S>> {
-        self.runs.iter().map(move |r| self.reader(r, codec, buffer))
-    }
-
-    /// A reader of run `r`.
-    fn reader<K, S>(&self, r: &RunAt, codec: Codec<K, S>, buffer: usize) -> RunReader<'_, K, S> {
+    ) -> RunReader<'_, K, S> {
         RunReader {
             spilled: self,
             codec,
-            at: r.start,
+            at,
             end: r.start + r.len,
-            released: r.start.next_multiple_of(PAGE),
+            released: None,
             buf: Vec::new(),
             pos: 0,
             filled: 0,
             buffer,
             block: Vec::new(),
+            after: None,
+            upto: None,
         }
     }
 
@@ -63,22 +69,25 @@ impl Spilled {
         self.runs.iter().filter(|r| r.partition == p).count()
     }
 
-    /// Runs of every partition.
-    pub(crate) fn total(&self) -> usize {
-        self.runs.len()
+    /// Releases the file's bytes from offset `from` up to `to` (whole
+    /// pages), which no reader reads again.
+    pub(super) fn release(&self, from: u64, to: u64) {
+        punch_hole(&self.file, from, to - from);
     }
 }
 
 /// Reads one run back, record by record, through a buffer of its own
 /// (positioned reads on the worker's file: no file handle per run).
 pub(crate) struct RunReader<'f, K, S> {
-    spilled: &'f Spilled,
+    spilled: &'f Spilled<K>,
     codec: Codec<K, S>,
     /// File offset of the byte after `buf`.
     at: u64,
     end: u64,
-    /// File offset below which the run's whole pages have been released.
-    released: u64,
+    /// File offset below which the run's whole pages have been released;
+    /// `None`: the reader releases none (the reader of a key range, whose
+    /// neighbours may read the same pages: the merge releases them).
+    released: Option<u64>,
     /// `buf[pos..filled]`: bytes read and not yet consumed.
     buf: Vec<u8>,
     pos: usize,
@@ -86,11 +95,44 @@ pub(crate) struct RunReader<'f, K, S> {
     buffer: usize,
     /// A compressed block as read.
     block: Vec<u8>,
+    /// Keys up to this one are skipped: they are the range's before.
+    after: Option<&'f K>,
+    /// The run ends, for this reader, before the first key past this one.
+    upto: Option<&'f K>,
 }
 
-impl<K, S> RunReader<'_, K, S> {
-    /// The next entry, or `None` at the end of the run.
-    pub(super) fn next(&mut self) -> Result<Option<(K, S)>> {
+impl<'f, K, S> RunReader<'f, K, S> {
+    /// The reader, reading the keys in `(after, upto]` only (`None`: no
+    /// bound on that side).
+    pub(super) fn within(mut self, (after, upto): (Option<&'f K>, Option<&'f K>)) -> Self {
+        self.after = after;
+        self.upto = upto;
+        self
+    }
+
+    /// The next entry, or `None` at the end of the run (or of its range).
+    pub(super) fn next(&mut self) -> Result<Option<(K, S)>>
+    where
+        K: Ord,
+    {
+        while let Some((key, state)) = self.record()? {
+            if self.after.is_some_and(|a| key <= *a) {
+                continue;
+            }
+            self.after = None;
+            if self.upto.is_some_and(|u| key > *u) {
+                // The next range's first key: this reader's run ends.
+                self.end = self.at;
+                self.pos = self.filled;
+                return Ok(None);
+            }
+            return Ok(Some((key, state)));
+        }
+        Ok(None)
+    }
+
+    /// The next record, or `None` at the end of the run.
+    fn record(&mut self) -> Result<Option<(K, S)>> {
         if self.pos == self.filled && self.at == self.end {
             return Ok(None);
         }
@@ -207,12 +249,15 @@ impl<K, S> RunReader<'_, K, S> {
     /// Pages a neighbouring run shares are kept. A file system that cannot
     /// punch holes keeps them all: nothing else depends on it.
     fn release(&mut self) {
+        let Some(released) = self.released else {
+            return;
+        };
         let upto = self.at / PAGE * PAGE;
-        if upto <= self.released {
+        if upto <= released {
             return;
         }
-        punch_hole(&self.spilled.file, self.released, upto - self.released);
-        self.released = upto;
+        punch_hole(&self.spilled.file, released, upto - released);
+        self.released = Some(upto);
     }
 
     fn damaged(&self) -> Error {
@@ -233,7 +278,7 @@ enum ReadInto {
 
 /// The page size that a released range of a spill file is aligned to (a
 /// multiple of the kernel's page on the machines ember runs on).
-const PAGE: u64 = 64 << 10;
+pub(super) const PAGE: u64 = 64 << 10;
 
 /// Deallocates `len` bytes of `file` from `offset` on (they read as zeros
 /// afterwards); does nothing where the system cannot.

@@ -6,15 +6,17 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::codec::BLOCK_HEADER;
-use super::{encode_len, failed, Codec, Compression, RunAt, SpillDir, Spilled, BLOCK};
+use super::{encode_len, failed, Codec, Compression, Mark, RunAt, SpillDir, Spilled, BLOCK};
 use crate::error::Result;
 
-/// One worker's spill file, written run by run.
-pub(crate) struct Writer {
+/// One worker's spill file of keys `K`, written run by run.
+pub(crate) struct Writer<K> {
     path: PathBuf,
     file: File,
     at: u64,
     runs: Vec<RunAt>,
+    /// Each run's marks, in run order; the run being written last.
+    marks: Vec<Vec<Mark<K>>>,
     /// Records encoded and not yet written (written past
     /// [`WRITE_BUFFER`] bytes; compressed, a block at a time, past
     /// [`BLOCK`] bytes), and a long record's length.
@@ -26,9 +28,9 @@ pub(crate) struct Writer {
     pub(crate) spills: u64,
 }
 
-impl Writer {
+impl<K> Writer<K> {
     /// A new spill file for worker `w` in `dir`.
-    pub(crate) fn create(dir: &SpillDir, w: usize) -> Result<Writer> {
+    pub(crate) fn create(dir: &SpillDir, w: usize) -> Result<Writer<K>> {
         let path = dir.file(w)?;
         // Read back through the same descriptor after the last write.
         let file = std::fs::OpenOptions::new()
@@ -42,6 +44,7 @@ impl Writer {
             file,
             at: 0,
             runs: Vec::new(),
+            marks: Vec::new(),
             buf: Vec::with_capacity(WRITE_BUFFER + (1 << 10)),
             frame: Vec::new(),
             blocks: Vec::new(),
@@ -49,22 +52,27 @@ impl Writer {
         })
     }
 
-    /// Writes one spill: each partition's entries, sorted by key, as a run.
-    pub(crate) fn spill<K: Ord, S>(
+    /// Writes one spill: each partition's entries, sorted by key, as a
+    /// run. Returns the partitions emptied, their memory kept for reuse.
+    pub(crate) fn spill<S>(
         &mut self,
-        parts: Vec<Vec<(K, S)>>,
+        mut parts: Vec<Vec<(K, S)>>,
         codec: Codec<K, S>,
-    ) -> Result<()> {
-        for (partition, mut entries) in parts.into_iter().enumerate() {
+    ) -> Result<Vec<Vec<(K, S)>>>
+    where
+        K: Ord,
+    {
+        for (partition, entries) in parts.iter_mut().enumerate() {
             if entries.is_empty() {
                 continue;
             }
             let start = self.at;
+            self.marks.push(Vec::new());
             match codec.prefix {
-                Some(prefix) => self.push_by_prefix(&entries, prefix, codec)?,
+                Some(prefix) => self.push_by_prefix(entries, prefix, codec)?,
                 None => {
                     entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                    for (k, s) in &entries {
+                    for (k, s) in entries.iter() {
                         self.push(k, s, codec)?;
                     }
                 }
@@ -77,21 +85,25 @@ impl Writer {
                 start,
                 len,
             });
+            entries.clear();
         }
         self.spills += 1;
-        Ok(())
+        Ok(parts)
     }
 
     /// Appends `entries` in key order: (prefix, index) pairs sorted, keys
     /// compared where prefixes tie, then each entry encoded from where it
     /// lies (fetched a few entries ahead, as the order reads them at
     /// random).
-    fn push_by_prefix<K: Ord, S>(
+    fn push_by_prefix<S>(
         &mut self,
         entries: &[(K, S)],
         prefix: fn(&K) -> u64,
         codec: Codec<K, S>,
-    ) -> Result<()> {
+    ) -> Result<()>
+    where
+        K: Ord,
+    {
         let mut order: Vec<(u64, usize)> = entries
             .iter()
             .enumerate()
@@ -117,12 +129,24 @@ impl Writer {
 
     /// Appends one record: its length, then the key's and the state's
     /// encodings, encoded in place behind a one-byte length that a long
-    /// record widens.
-    fn push<K, S>(&mut self, k: &K, s: &S, codec: Codec<K, S>) -> Result<()> {
+    /// record widens. A record that starts a block (compressed), or that
+    /// starts [`BLOCK`] bytes or more after the run's last mark, is marked.
+    fn push<S>(&mut self, k: &K, s: &S, codec: Codec<K, S>) -> Result<()> {
         let start = self.buf.len();
+        let marks = self.marks.last_mut().expect("a run being written");
+        let mark = match codec.compression {
+            Compression::Lz4 => start == 0,
+            Compression::None => marks.last().is_none_or(|m| self.at - m.at >= BLOCK as u64),
+        };
         self.buf.push(0);
         (codec.encode)(k, s, &mut self.buf);
         let len = self.buf.len() - start - 1;
+        if mark {
+            // The key as a reader will decode it (keys need not be Clone).
+            if let Some((key, _)) = (codec.decode)(&mut &self.buf[start + 1..]) {
+                marks.push(Mark { at: self.at, key });
+            }
+        }
         if len < 0x80 {
             self.buf[start] = len as u8;
         } else {
@@ -179,12 +203,21 @@ impl Writer {
     }
 
     /// Writes what is left: the file's runs can be read.
-    pub(crate) fn finish(mut self) -> Result<Spilled> {
+    pub(crate) fn finish(mut self) -> Result<Spilled<K>> {
         self.write()?;
         let Writer {
-            path, file, runs, ..
+            path,
+            file,
+            runs,
+            marks,
+            ..
         } = self;
-        Ok(Spilled { path, file, runs })
+        Ok(Spilled {
+            path,
+            file,
+            runs,
+            marks,
+        })
     }
 
     /// Bytes written.
