@@ -2,12 +2,15 @@
 //! plain run and of the sequential oracle, for word count and the inverted
 //! index, any thread count, split size and container; the spill directory
 //! is gone after a success, an error and a panic; a job that cannot spill
-//! fails only past a limit the caller set.
+//! fails only past a limit the caller set. The same for the pipelined mode,
+//! whose reducers spill their partitions.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use ember::spill::Codec;
+use ember::stats::RunMode;
+use ember::tune::Mode;
 use ember::{
     Bytes, ContainerKind, Emit, Error, Input, Job, MapResult, Phase, Records, RunOptions, Runtime,
     Split, Sum,
@@ -211,6 +214,8 @@ enum Fail {
 struct Count<'a> {
     fail: Fail,
     codec: bool,
+    /// Whether the job says it can be pipelined.
+    pipelinable: bool,
     half: u64,
     spill_dir: Option<&'a Path>,
     spilled_before: AtomicBool,
@@ -221,6 +226,7 @@ impl<'a> Count<'a> {
         Count {
             fail,
             codec,
+            pipelinable: false,
             half: data.len() as u64 / 2,
             spill_dir,
             spilled_before: AtomicBool::new(false),
@@ -260,6 +266,10 @@ impl Job for Count<'_> {
 
     fn codec(&self) -> Option<Codec<Bytes, u64>> {
         self.codec.then(Codec::new)
+    }
+
+    fn pipelinable(&self) -> bool {
+        self.pipelinable
     }
 }
 
@@ -358,4 +368,137 @@ fn a_spill_directory_that_is_a_file_is_a_clear_error() {
         .run_with(&WordCount::new(), &Input::bytes(b"a b"), &opts)
         .unwrap_err();
     assert!(err.to_string().contains("is not a directory"), "{err}");
+}
+
+/// Options for a pipelined run under `limit`, spilling into `dir`.
+fn pipelined(limit: u64, dir: &Path) -> RunOptions {
+    RunOptions::default()
+        .mode(Mode::Pipelined)
+        .memory_limit(limit)
+        .spill_dir(dir.to_path_buf())
+}
+
+/// The pipelined reducers spill their partitions past the budget, and the
+/// output is the in-memory barrier run's; the stats count the spills.
+#[test]
+fn pipelined_word_count_spills_and_equals_the_plain_run() {
+    let data = corpus(2 << 20, 20_000, 19);
+    let input = Input::bytes(&data);
+    let dir = tempfile::tempdir().unwrap();
+    for threads in THREADS {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        let want = rt.run(&WordCount::new(), &input).unwrap();
+        assert_eq!(want.stats.memory.spills, 0);
+        for limit in [1 << 20, 256 << 10] {
+            let out = rt
+                .run_with(&WordCount::new(), &input, &pipelined(limit, dir.path()))
+                .unwrap();
+            let what = format!("{threads} threads, limit {limit}");
+            assert_eq!(out.stats.plan.mode, RunMode::Pipelined, "{what}");
+            let m = &out.stats.memory;
+            assert!(m.spills > 0 && m.spill_runs >= m.spills, "{what}: {m:?}");
+            assert!(
+                m.spilled_bytes > 0 && m.peak_tracked_bytes > 0,
+                "{what}: {m:?}"
+            );
+            assert!(m.limit_explicit && m.limit_bytes == limit, "{what}: {m:?}");
+            // The buffers take at most a quarter of the budget.
+            let p = out.stats.pipeline.as_ref().unwrap();
+            assert!(p.max_buffered_bytes as u64 <= limit / 4, "{what}: {p:?}");
+            assert!(out.pairs == want.pairs, "{what}: output differs");
+            assert!(left_in(dir.path()).is_empty(), "{what}: spill files left");
+        }
+    }
+}
+
+#[test]
+fn pipelined_inverted_index_spills_and_equals_the_plain_run() {
+    let data = corpus(1 << 20, 10_000, 23);
+    let input = Input::bytes(&data);
+    let want = sequential(&[&data], Docs::Lines).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for threads in THREADS {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        let plain = build(&rt, &input, Docs::Lines, &RunOptions::default()).unwrap();
+        assert!(
+            plain.index == want,
+            "{threads} threads: plain index differs"
+        );
+        let opts = pipelined(1 << 20, dir.path());
+        let got = build(&rt, &input, Docs::Lines, &opts).unwrap();
+        let what = format!("{threads} threads");
+        assert_eq!(got.stats.plan.mode, RunMode::Pipelined, "{what}");
+        assert!(got.stats.memory.spills > 0, "{what}: no spill");
+        assert!(got.index == plain.index, "{what}: index differs");
+        let mut handed = Vec::new();
+        build_each(&rt, &input, Docs::Lines, &opts, |word, ids| {
+            handed.push((word, ids));
+            Ok(())
+        })
+        .unwrap();
+        assert!(handed == want, "{what}: streamed index differs");
+        assert!(left_in(dir.path()).is_empty(), "{what}: spill files left");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+    #[test]
+    fn pipelined_any_budget_and_split_size_gives_the_barrier_output(
+        limit in 0u64..(2 << 20),
+        split in prop_oneof![Just(None), (16usize..200_000).prop_map(Some)],
+        threads in prop_oneof![Just(1usize), Just(2), Just(7)],
+        index in any::<bool>(),
+        seed in 0u64..1000,
+    ) {
+        let data = corpus(512 << 10, 5_000, seed);
+        let input = Input::bytes(&data);
+        let dir = tempfile::tempdir().unwrap();
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        let opts = pipelined(limit, dir.path()).split_size(split);
+        if index {
+            let want = build(&rt, &input, Docs::Lines, &RunOptions::default()).unwrap();
+            let got = build(&rt, &input, Docs::Lines, &opts).unwrap();
+            prop_assert_eq!(got.stats.plan.mode, RunMode::Pipelined);
+            prop_assert!(got.index == want.index);
+        } else {
+            let want = rt.run(&WordCount::new(), &input).unwrap();
+            let got = rt.run_with(&WordCount::new(), &input, &opts).unwrap();
+            prop_assert_eq!(got.stats.plan.mode, RunMode::Pipelined);
+            prop_assert!(got.pairs == want.pairs);
+        }
+        prop_assert!(left_in(dir.path()).is_empty());
+    }
+}
+
+#[test]
+fn a_pipelined_error_or_panic_removes_the_spill_files() {
+    let data = corpus(2 << 20, 20_000, 29);
+    let dir = tempfile::tempdir().unwrap();
+    for threads in [2, 7] {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        for fail in [Fail::Malformed, Fail::Panic] {
+            let mut job = Count::new(fail, true, &data, Some(dir.path()));
+            job.pipelinable = true;
+            let opts = pipelined(256 << 10, dir.path()).split_size(16 << 10);
+            let err = rt.run_with(&job, &Input::bytes(&data), &opts).unwrap_err();
+            match (fail, &err) {
+                (Fail::Panic, Error::Panicked { phase, .. }) => assert_eq!(*phase, Phase::Map),
+                (Fail::Malformed, Error::Malformed { .. }) => {}
+                _ => panic!("unexpected error: {err}"),
+            }
+            assert!(job.spilled_before.load(Relaxed), "the run had not spilled");
+            assert!(left_in(dir.path()).is_empty(), "spill files left");
+        }
+        // Without a codec, a pipelined run past the limit fails too.
+        let mut no_codec = Count::new(Fail::Never, false, &data, None);
+        no_codec.pipelinable = true;
+        let opts = RunOptions::default()
+            .mode(Mode::Pipelined)
+            .memory_limit(64 << 10);
+        let err = rt
+            .run_with(&no_codec, &Input::bytes(&data), &opts)
+            .unwrap_err();
+        assert!(matches!(err, Error::MemoryLimit { .. }), "{err}");
+    }
 }

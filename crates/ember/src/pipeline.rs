@@ -42,6 +42,15 @@
 //!   every channel is empty, each worker runs the job's `reduce` on its
 //!   partition, and the runs go to the merge phase shared with the barrier
 //!   mode.
+//! - **Memory budget**: a partition is a barrier spill worker
+//!   ([`crate::barrier::Worker`]) over a one-partition hash container.
+//!   After each buffer folded into it, whoever folded it checks it against
+//!   the partition's share of the run's budget (the budget less the
+//!   buffers' bound, over the reducers) and, past it, spills it as a
+//!   sorted run; at the end a reducer that spilled merges its runs with
+//!   what its table still holds, in one pass, instead of reducing the
+//!   table alone. Under a limit the caller set, the buffers' default bound
+//!   is at most a quarter of it.
 //!
 //! # Who reduces: every worker, when it would otherwise idle
 //!
@@ -76,7 +85,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::barrier::Run;
+use crate::barrier::{memory_stats, Memory, Run, Spiller};
 use crate::busy::utilization;
 use crate::container::Container;
 use crate::error::{Phase, Result};
@@ -171,12 +180,35 @@ impl PipelineOptions {
 /// What a pipelined run maps: the splits left to map, and the sample's
 /// containers (one per worker; empty if none was kept), whose entries each
 /// worker sends to the reducers first instead of mapping their splits
-/// again.
+/// again; and its memory budget.
 pub(crate) struct Work<'r, 'i, J: Job> {
     pub(crate) input: &'r Input<'i>,
     pub(crate) splits: &'r [SplitRange],
     pub(crate) seeds: Vec<HashOf<J>>,
     pub(crate) watch: Watch<'r>,
+    /// The run's budget and spill directory (`reserved` is set here: the
+    /// buffers' bound).
+    pub(crate) memory: Memory,
+}
+
+/// The bound on buffered bytes of a run: the caller's, else the default;
+/// under a memory limit the caller set, at most a quarter of it (as a
+/// streamed run's input buffers), but never below what the exchange needs.
+fn buffer_bound<J: Job>(
+    opts: &PipelineOptions,
+    memory: &Memory,
+    mappers: usize,
+    reducers: usize,
+) -> usize {
+    let default = default_max_buffered_bytes();
+    opts.max_buffered_bytes
+        .unwrap_or(match memory.budget.explicit {
+            true => {
+                let quarter = usize::try_from(memory.budget.bytes / 4).unwrap_or(usize::MAX);
+                default.min(quarter.max(exchange::Sizing::least::<J>(mappers, reducers)))
+            }
+            false => default,
+        })
 }
 
 /// Runs the map and reduce phases pipelined and returns the reduced runs
@@ -197,14 +229,19 @@ pub(crate) fn run<J: Job>(
         .collect();
     let threads = pool.threads();
     let dedicated = opts.dedicated_reducers.min(threads - 1);
-    let max_bytes = opts
-        .max_buffered_bytes
-        .unwrap_or_else(default_max_buffered_bytes);
+    let max_bytes = buffer_bound::<J>(opts, &work.memory, threads - dedicated, threads);
     let sizing =
         exchange::Sizing::new::<J>(opts.buffer_bytes, max_bytes, threads - dedicated, threads)?;
+    // The partitions share what the buffers leave of the budget.
+    let memory = Memory {
+        reserved: max_bytes as u64,
+        ..work.memory
+    };
+    let combiner = job.combiner();
+    let spiller = Spiller::new(&memory, (job, &combiner, threads), work.watch);
     let first_byte = |i: usize| split_in(work.input, &work.splits[i]).data.as_ptr();
     let tasks = Tasks::new(pool, work.splits.len(), first_byte);
-    let x = exchange::Exchange::new(job, threads, tasks, sizing, work.watch);
+    let x = exchange::Exchange::new(job, threads, tasks, (sizing, &spiller), work.watch);
 
     let start = Instant::now();
     let phase = work.watch.phase(Phase::Map);
@@ -243,7 +280,23 @@ pub(crate) fn run<J: Job>(
         threads,
         secs(end - start),
     );
-    stats.pipeline = Some(PipelineStats {
+    stats.memory = memory_stats(&spiller, reports.iter().map(|r| r.written));
+    // The partitions' merges run side by side: the longest is the wait.
+    stats.memory.merge_secs = reports.iter().map(|r| r.merge_secs).fold(0.0, f64::max);
+    let buffers = (max_bytes, allocated, peak);
+    stats.pipeline = Some(pipeline_stats(&reports, sizing, buffers, dedicated));
+    Ok(reports.into_iter().map(|r| r.run).collect())
+}
+
+/// The pipeline's own stats: the buffers' sizing, bound, allocations and
+/// peak, and the workers' reports.
+fn pipeline_stats<J: Job>(
+    reports: &[worker::Report<J>],
+    sizing: exchange::Sizing,
+    (max_bytes, allocated, peak): (usize, usize, usize),
+    dedicated: usize,
+) -> PipelineStats {
+    PipelineStats {
         buffer_bytes: sizing.bytes,
         buffer_keys: sizing.keys,
         max_buffered_bytes: max_bytes,
@@ -255,8 +308,7 @@ pub(crate) fn run<J: Job>(
         dedicated_reducers: dedicated,
         combining_mappers: reports.iter().filter(|r| r.combining == Some(true)).count(),
         idle_secs: reports.iter().map(|r| r.clock.idle.as_secs_f64()).sum(),
-    });
-    Ok(reports.into_iter().map(|r| r.run).collect())
+    }
 }
 
 #[cfg(test)]
@@ -338,6 +390,11 @@ mod tests {
                 splits: &rest,
                 seeds: containers,
                 watch: Watch::default(),
+                memory: Memory {
+                    budget: crate::memory::Budget::new(None),
+                    dir: std::env::temp_dir(),
+                    reserved: 0,
+                },
             };
             let runs = run(&pool, &Pairs, work, &opts, &mut stats).unwrap();
             let mut got: Vec<(u16, u64)> = runs.into_iter().flatten().collect();

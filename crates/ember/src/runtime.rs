@@ -433,7 +433,7 @@ impl Runtime {
         };
         let prediction = sample.prediction.as_ref();
         let source = self.source(input, splits, job.records(), opts)?;
-        let memory = self.memory(&source, opts)?;
+        let memory = self.memory(opts, input_buffers(&source))?;
         // A table reserved past the budget would spill at once: at most
         // the keys whose entries (at half load) fit in a worker's share.
         let entry = std::mem::size_of::<(J::Key, StateOf<J>)>().max(1);
@@ -474,19 +474,13 @@ impl Runtime {
     }
 
     /// A run's memory budget and spill directory: the run's settings, else
-    /// the runtime's, else the defaults. Input buffers of a streamed run
-    /// count against the budget.
-    fn memory(&self, source: &Source<'_, '_>, opts: &RunOptions) -> Result<Memory> {
+    /// the runtime's, else the defaults; `reserved` bytes of the budget
+    /// are taken by buffers (a streamed run's input buffers).
+    fn memory(&self, opts: &RunOptions, reserved: u64) -> Result<Memory> {
         let dir = opts.spill_dir.as_ref().or(self.spill_dir.as_ref());
         if let Some(dir) = dir {
             spill::check_dir(dir)?;
         }
-        let reserved = match source {
-            Source::Memory(..) => 0,
-            Source::Stream {
-                buffers, reader, ..
-            } => (*buffers * reader.chunk_size()) as u64,
-        };
         Ok(Memory {
             budget: Budget::new(opts.memory_limit.or(self.memory_limit)),
             dir: dir.cloned().unwrap_or_else(spill::default_dir),
@@ -517,6 +511,8 @@ impl Runtime {
             splits: &splits,
             seeds,
             watch: opts.watch(),
+            // The pipeline reserves its buffers' bound.
+            memory: self.memory(opts, 0)?,
         };
         pipeline::run(&self.pool, job, work, &opts.pipeline, stats)
     }
@@ -704,6 +700,17 @@ impl Runtime {
             }
         });
         plan_splits(input, records, split_size, self.threads())
+    }
+}
+
+/// The bytes of a map source's input buffers: a streamed run's chunks in
+/// circulation, none for an input in memory.
+fn input_buffers(source: &Source<'_, '_>) -> u64 {
+    match source {
+        Source::Memory(..) => 0,
+        Source::Stream {
+            buffers, reader, ..
+        } => (*buffers * reader.chunk_size()) as u64,
     }
 }
 

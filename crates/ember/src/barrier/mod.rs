@@ -5,6 +5,7 @@
 //!
 //! Under a memory budget a worker whose container passes its share spills
 //! it to disk and maps on; reduce then merges the spilled runs (`spill`).
+//! The pipelined mode's reducers spill through the same workers.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
@@ -23,11 +24,11 @@ use crate::schedule::{map_source, Source};
 use crate::stats::{secs, Stats};
 use crate::trace::{Args, SpanKind, Track};
 use crate::unwind;
-use spill::{memory_stats, reduce_spilled, stream_spilled, Spiller, Worker};
+use spill::{reduce_spilled, stream_spilled};
 
 mod spill;
 
-pub(crate) use spill::{Each, Memory};
+pub(crate) use spill::{memory_stats, Each, Memory, Spiller, Worker, Written};
 
 /// Map output of at most this many entries (all workers) is reduced on the
 /// calling thread: waking the pool costs more than reducing a few thousand
@@ -95,7 +96,7 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
             |w, _, split| {
                 let before = w.container.pairs;
                 map_busy.time(|| job.map(split, ForJob::<J, _>::of(&mut w.container)))?;
-                w.after_split(&spiller)?;
+                w.check(&spiller, w.index)?;
                 Ok(w.container.pairs - before)
             },
         )?;
@@ -109,7 +110,7 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
             .iter()
             .map(|w| w.container.memory_bytes() as u64)
             .sum();
-        stats.memory = memory_stats(&spiller, &workers);
+        stats.memory = memory_stats(&spiller, workers.iter().map(Worker::written));
 
         let reduce_start = Instant::now();
         let phase = watch.phase(Phase::Reduce);

@@ -1,8 +1,13 @@
 //! The barrier mode under a memory budget: each map worker checks its
 //! container against its share after every split and spills it when it is
-//! over ([`Worker::after_split`]); when any worker spilled, reduce merges
+//! over ([`Worker::check`]); when any worker spilled, reduce merges
 //! every partition's runs from disk with what the containers still hold
 //! ([`reduce_spilled`]).
+//!
+//! The pipelined mode's reducers are [`Worker`]s too, each over a
+//! one-partition hash container: whoever folds buffers into a partition
+//! checks it the same way, and its reducer merges its runs at the end
+//! ([`Worker::reduce_alone`]).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -67,6 +72,13 @@ impl<'r, J: Job> Spiller<'r, J> {
     }
 }
 
+impl<J: Job> Spiller<'_, J> {
+    /// One worker's share of the budget, in bytes.
+    pub(crate) fn share(&self) -> usize {
+        self.share
+    }
+}
+
 /// One map worker's container (keys `K`) and its spill file.
 pub(crate) struct Worker<C, K> {
     pub(crate) index: usize,
@@ -103,8 +115,10 @@ impl<C, K: Key> Worker<C, K> {
     }
 
     /// Reports the container's bytes and, if they pass the worker's share,
-    /// spills it: every partition sorted by key, written as a run.
-    pub(crate) fn after_split<J: Job<Key = K>>(&mut self, s: &Spiller<'_, J>) -> Result<()>
+    /// spills it: every partition sorted by key, written as a run. Called
+    /// after each split (barrier) or each fold of buffers into a pipelined
+    /// reducer's partition, by pool worker `by` (traced on its track).
+    pub(crate) fn check<J: Job<Key = K>>(&mut self, s: &Spiller<'_, J>, by: usize) -> Result<()>
     where
         C: Container<K, J::Value, J::Combiner>,
     {
@@ -121,7 +135,7 @@ impl<C, K: Key> Worker<C, K> {
                 false => Ok(()),
             };
         };
-        self.spill(s, codec)
+        self.spill(s, codec, by)
     }
 
     /// Spills what the container holds, if anything: what is left of a
@@ -131,17 +145,18 @@ impl<C, K: Key> Worker<C, K> {
         C: Container<K, J::Value, J::Combiner>,
     {
         match (s.codec, self.container.distinct()) {
-            (Some(codec), 1..) => self.spill(s, codec),
+            (Some(codec), 1..) => self.spill(s, codec, self.index),
             _ => Ok(()),
         }
     }
 
     /// Spills the container: every partition sorted by key, written as a
-    /// run.
+    /// run, traced on pool worker `by`'s track.
     fn spill<J: Job<Key = K>>(
         &mut self,
         s: &Spiller<'_, J>,
         codec: Codec<K, StateOf<J>>,
+        by: usize,
     ) -> Result<()>
     where
         C: Container<K, J::Value, J::Combiner>,
@@ -162,7 +177,7 @@ impl<C, K: Key> Worker<C, K> {
             pairs: None,
         };
         s.watch
-            .span(Track::Worker(self.index), SpanKind::Spill, start, args);
+            .span(Track::Worker(by), SpanKind::Spill, start, args);
         s.watch.spilled();
         s.ledger.hold(self.index, self.held::<J>() as u64);
         Ok(())
@@ -172,22 +187,60 @@ impl<C, K: Key> Worker<C, K> {
     pub(crate) fn spilled(&self) -> bool {
         self.writer.is_some()
     }
+
+    /// What the worker has written to disk so far.
+    pub(crate) fn written(&self) -> Written {
+        let w = self.writer.as_ref();
+        Written {
+            spills: w.map_or(0, |w| w.spills),
+            runs: w.map_or(0, |w| w.runs() as u64),
+            bytes: w.map_or(0, Writer::bytes),
+            secs: self.spill_secs,
+        }
+    }
+
+    /// Reduces a worker whose container is one whole partition (a
+    /// pipelined reducer's): in memory if it never spilled, else its runs
+    /// merged with what the container still holds, in key order.
+    pub(crate) fn reduce_alone<J: Job<Key = K>>(
+        self,
+        (job, s): (&J, &Spiller<'_, J>),
+    ) -> Result<Run<J>>
+    where
+        C: Container<K, J::Value, J::Combiner>,
+    {
+        if !self.spilled() {
+            let parts = self.container.inner.into_parts();
+            return Ok(C::reduce(parts, s.combiner, |k, r| job.reduce(k, r)));
+        }
+        let (files, columns) = take_out(s, vec![self])?;
+        let parts = columns.into_iter().flatten().collect();
+        merge_partition((job, s), &files, (0, parts))
+    }
 }
 
-/// The memory stats of a run's workers.
-pub(crate) fn memory_stats<C, J: Job>(
+/// What one worker wrote to its spill file, for the stats.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Written {
+    spills: u64,
+    runs: u64,
+    bytes: u64,
+    secs: f64,
+}
+
+/// The memory stats of a run whose workers wrote `written`.
+pub(crate) fn memory_stats<J: Job>(
     s: &Spiller<'_, J>,
-    workers: &[Worker<C, J::Key>],
+    written: impl Iterator<Item = Written> + Clone,
 ) -> MemoryStats {
-    let writers = || workers.iter().filter_map(|w| w.writer.as_ref());
     MemoryStats {
         limit_bytes: s.budget.bytes,
         limit_explicit: s.budget.explicit,
         peak_tracked_bytes: s.ledger.peak(),
-        spills: writers().map(|w| w.spills).sum(),
-        spill_runs: writers().map(|w| w.runs() as u64).sum(),
-        spilled_bytes: writers().map(Writer::bytes).sum(),
-        spill_secs: workers.iter().map(|w| w.spill_secs).sum(),
+        spills: written.clone().map(|w| w.spills).sum(),
+        spill_runs: written.clone().map(|w| w.runs).sum(),
+        spilled_bytes: written.clone().map(|w| w.bytes).sum(),
+        spill_secs: written.map(|w| w.secs).sum(),
         // Set once the reduce phase has merged the runs.
         merge_secs: 0.0,
     }
@@ -235,6 +288,35 @@ fn in_memory<'f, K: Ord, S>(mut part: Vec<(K, S)>) -> Source<'f, K, S> {
     Source::Memory(part.into_iter())
 }
 
+/// Partition `p` reduced: its runs in `files` merged with its entries
+/// still in memory (`parts`, one per container), each key's states joined
+/// and reduced once, in key order.
+fn merge_partition<J: Job>(
+    (job, s): (&J, &Spiller<'_, J>),
+    files: &[Spilled<J::Key>],
+    (p, parts): (usize, Vec<Entries<J>>),
+) -> Result<Run<J>> {
+    let codec = s.codec.expect("only a job with a codec spills");
+    let runs: usize = files.iter().map(|f| f.count(p)).sum();
+    let buffer = spill::read_buffer(s.share, runs);
+    let mut sources: Vec<Source<'_, _, _>> = files
+        .iter()
+        .flat_map(|f| f.runs_of(p, codec, buffer))
+        .map(Source::Disk)
+        .collect();
+    sources.extend(parts.into_iter().map(in_memory));
+    let mut out = Vec::new();
+    let combiner = s.combiner;
+    let join = |a: &mut StateOf<J>, b| combiner.merge(a, b);
+    let reduce = |k: J::Key, st| {
+        let o = combiner.finish(st, |r| job.reduce(&k, r));
+        out.push((k, o));
+        Ok(())
+    };
+    spill::merge(sources, join, reduce)?;
+    Ok(out)
+}
+
 /// Reduces a run in which some worker spilled: partition `p` is the merge
 /// of `p`'s runs on disk and what every container still holds of `p`, one
 /// task per partition. Returns the runs in partition order and the tasks
@@ -245,30 +327,12 @@ pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
     workers: Vec<Worker<C, J::Key>>,
     busy: &Busy<'_>,
 ) -> Result<(Vec<Run<J>>, Vec<u64>)> {
-    let codec = s.codec.expect("only a job with a codec spills");
     let (files, columns) = take_out(s, workers)?;
     let tasks = Tasks::new(pool, s.watch);
     let task = |(p, parts): (usize, Vec<Entries<J>>)| {
-        let runs: usize = files.iter().map(|f| f.count(p)).sum();
-        let buffer = spill::read_buffer(s.share, runs);
-        let mut sources: Vec<Source<'_, _, _>> = files
-            .iter()
-            .flat_map(|f| f.runs_of(p, codec, buffer))
-            .map(Source::Disk)
-            .collect();
-        sources.extend(parts.into_iter().map(in_memory));
         tasks.run(p, || {
-            let mut out = Vec::new();
-            let combiner = s.combiner;
-            let join = |a: &mut StateOf<J>, b| combiner.merge(a, b);
-            let reduce = |k: J::Key, st| {
-                let o = combiner.finish(st, |r| job.reduce(&k, r));
-                out.push((k, o));
-                Ok(())
-            };
-            let merge = || spill::merge(sources, join, reduce);
-            unwind::catch(Phase::Reduce, || busy.time(merge))??;
-            Ok(out)
+            let merge = || merge_partition((job, s), &files, (p, parts));
+            unwind::catch(Phase::Reduce, || busy.time(merge))?
         })
     };
     let runs: Vec<Result<Run<J>>> =
@@ -303,7 +367,7 @@ pub(crate) fn stream_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
             .collect::<Result<Vec<()>>>()
     });
     spilled?;
-    let memory = memory_stats(s, &workers);
+    let memory = memory_stats(s, workers.iter().map(Worker::written));
     let (files, _) = take_out(s, workers)?;
     // Half the merge's memory for the ranges' outputs, half for their
     // readers.

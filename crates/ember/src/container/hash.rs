@@ -32,6 +32,12 @@ impl<K: Key, V, C: Combiner<V>> HashContainer<K, V, C> {
         }
     }
 
+    /// Partition `p`'s table (a pipelined reducer folds into the table of
+    /// its one-partition container).
+    pub(crate) fn part_mut(&mut self, p: usize) -> &mut Table<K, C::State> {
+        &mut self.parts[p]
+    }
+
     /// Makes room for `keys` distinct keys in all, spread over the
     /// partitions, so that the map phase does not grow the tables.
     pub(crate) fn reserve(&mut self, keys: usize) {

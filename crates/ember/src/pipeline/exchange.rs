@@ -21,6 +21,12 @@
 //! starts with combining buffers, measures pairs per entry over its first
 //! hand-offs, and switches to appending below [`MIN_COMBINING`] (unless
 //! the caller fixed the kind).
+//!
+//! A partition is a barrier [`Worker`] over a one-partition hash container,
+//! so that it spills as a barrier worker does: whoever folds buffers into
+//! it reports its bytes to the run's ledger afterwards and, past the
+//! partition's share of the memory budget, writes it to the partition's
+//! spill file as a sorted run and folds on into the emptied table.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -28,8 +34,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
 
+use crate::barrier::{Spiller, Worker};
 use crate::combine::Combiner;
+use crate::container::hash::HashContainer;
 use crate::container::table::Table;
+use crate::container::{Counting, INITIAL_CAPACITY};
 use crate::error::{Error, Phase};
 use crate::job::{Job, StateOf};
 use crate::progress::Watch;
@@ -38,8 +47,19 @@ use crate::unwind::Failure;
 
 use super::DEFAULT_BUFFER_BYTES;
 
-/// A reducer's partition table: keys and combiner states.
+/// A table of keys and combiner states: a combining buffer's.
 pub(super) type Part<J> = Table<<J as Job>::Key, StateOf<J>>;
+
+/// A reducer's partition: a one-partition hash container, its pairs
+/// counted (for the values a non-folding combiner keeps), and its spill
+/// file.
+pub(super) type Reducer<J> = Worker<
+    HashContainer<<J as Job>::Key, <J as Job>::Value, <J as Job>::Combiner>,
+    <J as Job>::Key,
+>;
+
+/// A full buffer on its way to a reducer, and the pairs it stands for.
+type Sent<J> = (Buf<J>, usize);
 
 /// How much a partition table grows when a buffer would fill it: room for
 /// 4x the keys it would hold (8-16x the slots, after rounding to a power of
@@ -133,7 +153,7 @@ impl Sizing {
         mappers: usize,
         reducers: usize,
     ) -> Result<Sizing, Error> {
-        let slot = std::mem::size_of::<Option<(J::Key, StateOf<J>)>>().max(1);
+        let slot = slot_bytes::<J>();
         let needed = mappers * (reducers + 1);
         let share = max_bytes / needed.max(1);
         let table_bytes = buffer_bytes.unwrap_or(share).min(share);
@@ -165,6 +185,18 @@ impl Sizing {
         }
         Ok(sizing)
     }
+
+    /// The smallest bound on buffered bytes [`Sizing::new`] accepts for
+    /// `mappers` mappers and `reducers` reducers: the buffers the exchange
+    /// needs, at the smallest table (16 slots) each.
+    pub(super) fn least<J: Job>(mappers: usize, reducers: usize) -> usize {
+        mappers * (reducers + 1) * 16 * slot_bytes::<J>()
+    }
+}
+
+/// Bytes of one slot of a table of the job's keys and states.
+fn slot_bytes<J: Job>() -> usize {
+    std::mem::size_of::<Option<(J::Key, StateOf<J>)>>().max(1)
 }
 
 /// What one worker did, counted by itself.
@@ -220,12 +252,15 @@ pub(super) struct Exchange<'j, J: Job> {
     /// Workers: every worker is a reducer, owning partition `w`.
     pub(super) workers: usize,
     pub(super) sizing: Sizing,
-    /// Partition `r`'s table, folded into by whoever holds the lock:
-    /// reducer `r` itself, or an idle worker helping it.
-    parts: Vec<Mutex<Part<J>>>,
+    /// Partition `r`, folded into by whoever holds the lock: reducer `r`
+    /// itself, or an idle worker helping it.
+    parts: Vec<Mutex<Reducer<J>>>,
+    /// The memory budget the partitions are checked against, and where
+    /// they spill.
+    pub(super) spiller: &'j Spiller<'j, J>,
     /// `inbox[r][m]`: full buffers from mapper `m` for reducer `r` (one
     /// channel per mapper/reducer pair, so mappers never contend).
-    inbox: Vec<Vec<Chan<Buf<J>>>>,
+    inbox: Vec<Vec<Chan<Sent<J>>>>,
     /// `free[m]`: emptied buffers going back to mapper `m`.
     free: Vec<Chan<Buf<J>>>,
     /// The splits left to map, for the mappers to take.
@@ -262,6 +297,13 @@ pub(super) struct Exchange<'j, J: Job> {
     pub(super) failure: Failure,
 }
 
+/// An empty partition `r` with room for `keys` keys, folding with
+/// `combiner`.
+fn empty_part<J: Job>(r: usize, keys: usize, combiner: &J::Combiner) -> Reducer<J> {
+    let table = HashContainer::new(1, keys, combiner.clone());
+    Worker::new(r, Counting::new(table))
+}
+
 /// Locks a partition table (a panic while one was held is reported through
 /// the run's failure, so a poisoned lock holds no news).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -274,17 +316,19 @@ impl<'j, J: Job> Exchange<'j, J> {
         job: &'j J,
         workers: usize,
         tasks: Tasks,
-        sizing: Sizing,
+        (sizing, spiller): (Sizing, &'j Spiller<'j, J>),
         watch: Watch<'j>,
     ) -> Self {
+        let combiner = job.combiner();
         Exchange {
             job,
-            combiner: job.combiner(),
+            parts: (0..workers)
+                .map(|r| Mutex::new(empty_part::<J>(r, INITIAL_CAPACITY, &combiner)))
+                .collect(),
+            combiner,
             workers,
             sizing,
-            parts: (0..workers)
-                .map(|_| Mutex::new(Table::with_capacity(1024)))
-                .collect(),
+            spiller,
             inbox: (0..workers)
                 .map(|_| (0..workers).map(|_| Chan::new()).collect())
                 .collect(),
@@ -325,10 +369,11 @@ impl<'j, J: Job> Exchange<'j, J> {
         )
     }
 
-    /// Hands a full buffer from mapper `m` to reducer `r`.
-    pub(super) fn send(&self, m: usize, r: usize, buf: Buf<J>) {
+    /// Hands a full buffer from mapper `m` to reducer `r`: `pairs` pairs
+    /// emitted into it.
+    pub(super) fn send(&self, m: usize, r: usize, (buf, pairs): Sent<J>) {
         // The receivers live as long as the exchange: sending cannot fail.
-        let _ = self.inbox[r][m].tx.send(buf);
+        let _ = self.inbox[r][m].tx.send((buf, pairs));
     }
 
     /// A new buffer of the given kind.
@@ -409,7 +454,7 @@ impl<'j, J: Job> Exchange<'j, J> {
     /// helped count, and to start at a different mapper's channel than the
     /// other workers).
     pub(super) fn drain(&self, r: usize, me: usize, clock: &mut Clock) -> usize {
-        let Ok(mut table) = self.parts[r].try_lock() else {
+        let Ok(mut part) = self.parts[r].try_lock() else {
             return 0;
         };
         let mut folded = 0;
@@ -419,32 +464,17 @@ impl<'j, J: Job> Exchange<'j, J> {
                 break;
             }
             let chan = &self.inbox[r][m];
-            while let Some(mut buf) = (folded < FOLDS_PER_LOCK)
+            while let Some((mut buf, pairs)) = (folded < FOLDS_PER_LOCK)
                 .then(|| chan.rx.try_recv().ok())
                 .flatten()
             {
                 start.get_or_insert_with(Instant::now);
-                if let Buf::Table(t) = &mut buf {
-                    if table.len() == 0 && t.bytes() > table.bytes() {
-                        // An empty partition adopts a mapper's table whole.
-                        std::mem::swap(&mut *table, t);
-                    }
-                }
-                let need = table.len() + buf.len();
-                if need > table.capacity() {
-                    let keys = match buf {
-                        Buf::Table(_) => need.max(2 * table.len()),
-                        Buf::Pairs(..) => need * GROWTH,
-                    };
-                    table.reserve(keys);
-                }
-                let merge = |s: &mut StateOf<J>, o| self.combiner.merge(s, o);
+                // Folded, then checked against the budget (and spilled
+                // if over): the fold's errors and panics and the spill's
+                // are the run's failure.
                 let folded_ok = self.failure.run(Phase::Reduce, || {
-                    match &mut buf {
-                        Buf::Table(t) => t.drain_into(&mut table, merge),
-                        Buf::Pairs(h, v) => table.merge_hashed_all(h, v, merge),
-                    }
-                    Ok(())
+                    self.fold(&mut part, &mut buf, pairs);
+                    part.check(self.spiller, me)
                 });
                 if !folded_ok {
                     return folded;
@@ -463,6 +493,35 @@ impl<'j, J: Job> Exchange<'j, J> {
         folded
     }
 
+    /// Folds one buffer of `pairs` pairs into a partition, leaving the
+    /// buffer empty.
+    fn fold(&self, part: &mut Reducer<J>, buf: &mut Buf<J>, pairs: usize) {
+        part.container.pairs += pairs as u64;
+        let table = part.container.inner.part_mut(0);
+        if let Buf::Table(t) = buf {
+            if table.len() == 0 && t.bytes() > table.bytes() {
+                // An empty partition adopts a mapper's table whole.
+                std::mem::swap(table, t);
+            }
+        }
+        let need = table.len() + buf.len();
+        if need > table.capacity() {
+            let keys = match buf {
+                Buf::Table(_) => need.max(2 * table.len()),
+                Buf::Pairs(..) => need * GROWTH,
+            };
+            // Not past the partition's share of the budget (at half load,
+            // as the barrier's tables): it would spill at once.
+            let fit = self.spiller.share() / (2 * slot_bytes::<J>());
+            table.reserve(keys.min(fit.max(need)));
+        }
+        let merge = |s: &mut StateOf<J>, o| self.combiner.merge(s, o);
+        match buf {
+            Buf::Table(t) => t.drain_into(table, merge),
+            Buf::Pairs(h, v) => table.merge_hashed_all(h, v, merge),
+        }
+    }
+
     /// Folds whatever is waiting for any reducer, worker `me`'s own
     /// partition first. Returns the buffers folded.
     pub(super) fn help(&self, me: usize, clock: &mut Clock) -> usize {
@@ -476,8 +535,11 @@ impl<'j, J: Job> Exchange<'j, J> {
         self.inbox.iter().flatten().all(|c| c.rx.is_empty())
     }
 
-    /// Takes partition `r`'s table out, once every buffer has been folded.
-    pub(super) fn take_part(&self, r: usize) -> Part<J> {
-        std::mem::replace(&mut *lock(&self.parts[r]), Table::with_capacity(0))
+    /// Takes partition `r` out, once every buffer has been folded.
+    pub(super) fn take_part(&self, r: usize) -> Reducer<J> {
+        std::mem::replace(
+            &mut *lock(&self.parts[r]),
+            empty_part::<J>(r, 0, &self.combiner),
+        )
     }
 }

@@ -7,14 +7,16 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::exchange::{Backoff, Buf, Clock, Exchange, Sizing, CHECK_EVERY, MIN_COMBINING};
+use crate::barrier::Written;
 use crate::combine::Combiner;
+use crate::container::partition_of;
 use crate::container::table::Table;
-use crate::container::{finish, partition_of};
 use crate::error::Phase;
 use crate::input::{Input, SplitRange};
 use crate::job::{Emit, Job, StateOf};
 use crate::key::Key;
 use crate::schedule::{malformed, pull, split_in};
+use crate::stats::secs;
 use crate::trace::{Args, SpanKind, Track};
 use crate::unwind;
 
@@ -32,6 +34,11 @@ pub(super) struct Report<J: Job> {
     pub(super) combining: Option<bool>,
     /// Where its time went.
     pub(super) clock: Clock,
+    /// What its partition spilled.
+    pub(super) written: Written,
+    /// Seconds the merge of its partition's runs took (0 if it did not
+    /// spill).
+    pub(super) merge_secs: f64,
 }
 
 /// A mapper's sink: one combining buffer per reducer.
@@ -192,7 +199,9 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
             if let Buf::Table(t) = &buf {
                 self.judge(fill, t.len());
             }
-            self.x.send(self.me, r, buf);
+            // An append buffer holds one entry per pair, and counts none.
+            let pairs = fill.max(buf.len());
+            self.x.send(self.me, r, (buf, pairs));
             self.clock.sent += 1;
         }
         if self.x.should_fold() {
@@ -203,10 +212,11 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
     /// Sends every non-empty buffer and returns the empty ones.
     fn flush(&mut self) {
         for r in 0..self.x.workers {
-            self.outs[r].fill = 0;
+            let fill = std::mem::take(&mut self.outs[r].fill);
             match self.outs[r].buf.take() {
                 Some(b) if b.len() > 0 => {
-                    self.x.send(self.me, r, b);
+                    let pairs = fill.max(b.len());
+                    self.x.send(self.me, r, (b, pairs));
                     self.clock.sent += 1;
                 }
                 Some(b) => self.x.recycle(self.me, b),
@@ -330,6 +340,8 @@ pub(super) fn work<J: Job>(
         map_end: None,
         combining: None,
         clock: Clock::default(),
+        written: Written::default(),
+        merge_secs: 0.0,
     };
     let mut mapper = Mapper::new(x, me, role.combine);
     if let Some(entries) = seed {
@@ -364,17 +376,16 @@ pub(super) fn work<J: Job>(
     }
     // Every buffer has been taken from its channel, and a buffer is taken
     // only under its partition's lock: once we hold ours, it is complete.
-    let table = x.take_part(me);
+    let part = x.take_part(me);
+    report.written = part.written();
+    let spilled = part.spilled();
     let start = Instant::now();
-    let (job, combiner) = (x.job, &x.combiner);
-    let reduced = unwind::catch(Phase::Reduce, || {
-        let mut out = Vec::with_capacity(table.len());
-        out.extend(
-            (table.into_iter()).map(|(k, s)| finish(combiner, k, s, &|k, r| job.reduce(k, r))),
-        );
-        out
-    });
+    let reduce = || part.reduce_alone((x.job, x.spiller));
+    let reduced = unwind::catch(Phase::Reduce, reduce).and_then(|run| run);
     clock.reduce += start.elapsed();
+    if spilled {
+        report.merge_secs = secs(start.elapsed());
+    }
     if let Ok(run) = &reduced {
         let args = Args {
             index: Some(me as u64),
