@@ -305,6 +305,15 @@ fn merge_partition<J: Job>(
         .map(Source::Disk)
         .collect();
     sources.extend(parts.into_iter().map(in_memory));
+    merge_reduced((job, s), sources)
+}
+
+/// `sources` merged, each key's states joined and reduced once, in key
+/// order.
+fn merge_reduced<J: Job>(
+    (job, s): (&J, &Spiller<'_, J>),
+    sources: Vec<Source<'_, J::Key, StateOf<J>>>,
+) -> Result<Run<J>> {
     let mut out = Vec::new();
     let combiner = s.combiner;
     let join = |a: &mut StateOf<J>, b| combiner.merge(a, b);
@@ -378,17 +387,8 @@ pub(crate) fn stream_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
     let tasks = Tasks::new(pool, s.watch);
     let merge_range = |r: usize| {
         tasks.run(r, || {
-            let mut out = Vec::new();
-            let combiner = s.combiner;
-            let join = |a: &mut StateOf<J>, b| combiner.merge(a, b);
-            let reduce = |k: J::Key, st| {
-                let o = combiner.finish(st, |x| job.reduce(&k, x));
-                out.push((k, o));
-                Ok(())
-            };
             let sources = ranges.sources(r, codec, buffer);
-            unwind::catch(Phase::Reduce, || spill::merge(sources, join, reduce))??;
-            Ok(out)
+            unwind::catch(Phase::Reduce, || merge_reduced((job, s), sources))?
         })
     };
     let mut released = ranges.unreleased();
