@@ -132,6 +132,7 @@ mount -t devtmpfs dev /dev 2>/dev/null
 mount -t tmpfs tmp /tmp
 export HOME=/tmp TMPDIR=/tmp EMBER_CACHE=/tmp/cache RUST_BACKTRACE=1
 echo "NUMA-VM nodes online: \$(cat /sys/devices/system/node/online)"
+echo "NUMA-VM automatic NUMA balancing: \$(cat /proc/sys/kernel/numa_balancing 2>/dev/null || echo absent)"
 for n in /sys/devices/system/node/node*; do
   echo "NUMA-VM \${n##*/}: cpus \$(cat \$n/cpulist), distances \$(cat \$n/distance)"
 done

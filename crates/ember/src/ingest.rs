@@ -16,14 +16,15 @@
 //!   started on its first streamed run and reused after, so no run creates a
 //!   thread.
 //! - **Placement** (machines of several NUMA nodes): a buffer is cut, by
-//!   address, into one stripe per node, and the reader fills each stripe
-//!   with its thread's pages preferring that stripe's node
-//!   (`set_mempolicy`), so a new buffer's pages are first touched, hence
-//!   placed, stripe by stripe across the nodes, and stay there as the
-//!   buffer is reused. Every worker maps every chunk, so spreading each
-//!   chunk over the nodes gives every node's workers local splits in every
-//!   chunk (the map queues each split on the node the kernel says holds
-//!   it). On one node, or a given topology, nothing is placed.
+//!   address, into one stripe per node, and each stripe's address range is
+//!   bound to prefer its node (`mbind`) when the buffer is first used, so
+//!   its pages are placed stripe by stripe across the nodes whichever
+//!   thread touches them, and stay there as the buffer is reused (a range
+//!   with a policy of its own is not moved by the kernel's NUMA
+//!   balancing). Every worker maps every chunk, so spreading each chunk
+//!   over the nodes gives every node's workers local splits in every chunk
+//!   (the map queues each split on the node the kernel says holds it). On
+//!   one node, or a given topology, nothing is placed.
 //! - **User code** runs on that thread (the input's `Read`, the job's
 //!   record splitter) under `catch_unwind`: a panic ends the run with an
 //!   error ([`Error::Io`] naming the input for a reader,
@@ -32,6 +33,7 @@
 
 use std::any::Any;
 use std::io::Read;
+use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -41,7 +43,7 @@ use std::time::Instant;
 use crate::error::{Error, Phase, Result};
 use crate::input::{custom_boundary, plan_slice, Stream};
 use crate::job::Records;
-use crate::pool::{prefer_node, Topology};
+use crate::pool::{place_pages, Topology};
 use crate::unwind;
 
 /// Default bytes per ingest chunk.
@@ -64,10 +66,10 @@ const PAGE: usize = 4 << 10;
 /// How a chunk buffer's pages are placed on a machine of several NUMA
 /// nodes: stripe `k` of a buffer starting at `base` ends at
 /// `base + (k + 1) * share` rounded to the nearest `align`ed address, and
-/// is first touched on the `k`-th node; the last stripe takes the rest. Pages
-/// already placed stay where they are (a reused buffer; memory the
-/// allocator hands back): the map queues splits by where the kernel says
-/// they are, not by stripe.
+/// is placed on the `k`-th node; the last stripe takes the rest. Pages the
+/// allocator hands back already placed are moved; where the kernel has no
+/// room or refuses, pages stay elsewhere: the map queues splits by where
+/// the kernel says they are, not by stripe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Stripes {
     /// The kernel's number of each node, in stripe order.
@@ -98,19 +100,21 @@ impl Stripes {
         })
     }
 
-    /// For the byte at `addr` of a buffer starting at `base`: the kernel's
-    /// number of its stripe's node and the bytes from it to the stripe's
-    /// end (`usize::MAX` in the last stripe).
-    fn at(&self, base: usize, addr: usize) -> (usize, usize) {
+    /// The stripes of the buffer `base..base + len`: each one's kernel
+    /// node and address range, in order (empty stripes left out).
+    fn cut(&self, base: usize, len: usize) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
         let last = self.nodes.len() - 1;
-        for (k, &node) in self.nodes[..last].iter().enumerate() {
-            let end = base + (k + 1) * self.share + self.align / 2;
-            let end = end - end % self.align;
-            if addr < end {
-                return (node, end - addr);
+        let end = move |k: usize| {
+            if k == last {
+                return base + len;
             }
-        }
-        (self.nodes[last], usize::MAX)
+            let end = base + (k + 1) * self.share + self.align / 2;
+            (end - end % self.align).clamp(base, base + len)
+        };
+        let start = move |k: usize| if k == 0 { base } else { end(k - 1) };
+        (0..self.nodes.len())
+            .map(move |k| (self.nodes[k], start(k)..end(k)))
+            .filter(|(_, r)| !r.is_empty())
     }
 }
 
@@ -137,6 +141,43 @@ pub(crate) struct Chunk {
     pub(crate) read_secs: f64,
     /// When the reader started filling it (set by the ingest thread).
     pub(crate) read_start: Option<Instant>,
+    /// The address range of `data` whose stripes are placed (several
+    /// NUMA nodes only).
+    placed: Option<(usize, usize)>,
+}
+
+impl Chunk {
+    /// Makes room for `size` bytes and places the buffer's stripes on
+    /// their nodes, once per buffer: its pages stay there as it is reused
+    /// (a buffer that grew is placed again).
+    fn make_room(&mut self, size: usize, stripes: Option<&Stripes>) {
+        self.data
+            .reserve_exact(size.saturating_sub(self.data.len()));
+        let Some(stripes) = stripes else { return };
+        let room = (self.data.as_ptr() as usize, self.data.capacity());
+        if self.placed == Some(room) {
+            return;
+        }
+        self.unplace();
+        for (node, r) in stripes.cut(room.0, room.1) {
+            place_pages(r.start, r.len(), Some(node));
+        }
+        self.placed = Some(room);
+    }
+
+    /// Gives the placed range back to the default policy, so memory the
+    /// allocator reuses for something else is placed as any other.
+    fn unplace(&mut self) {
+        if let Some((base, len)) = self.placed.take() {
+            place_pages(base, len, None);
+        }
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        self.unplace();
+    }
 }
 
 /// A stream to read: its name, the reader, and its length when opened
@@ -203,6 +244,7 @@ impl ChunkReader {
     fn fill_chunk(&mut self, chunk: &mut Chunk) -> Result<()> {
         chunk.data.clear();
         chunk.segments.clear();
+        chunk.make_room(self.chunk_size, self.stripes.as_ref());
         while self.part < self.streams.len() && chunk.data.len() < self.chunk_size {
             let start = chunk.data.len();
             chunk.data.append(&mut self.carry);
@@ -210,8 +252,7 @@ impl ChunkReader {
             let mut want = self.chunk_size.saturating_sub(chunk.data.len()).max(1);
             let eof = loop {
                 let (name, stream, _) = &mut self.streams[self.part];
-                let placed = self.stripes.as_ref();
-                let got = read_placed(placed, (name, stream), &mut chunk.data, want)?;
+                let got = read_into(name, stream, &mut chunk.data, want)?;
                 if got < want {
                     break true;
                 }
@@ -278,41 +319,6 @@ fn read_into(name: &Path, stream: &mut Stream, buf: &mut Vec<u8>, want: usize) -
             Err(Error::io(name, std::io::Error::other(why)))
         }
     }
-}
-
-/// [`read_into`] with the new pages of each stripe of `buf` first touched
-/// while the thread prefers that stripe's node (no placement with `None`).
-/// The thread's default placement is back on return.
-fn read_placed(
-    stripes: Option<&Stripes>,
-    (name, stream): (&Path, &mut Stream),
-    buf: &mut Vec<u8>,
-    want: usize,
-) -> Result<usize> {
-    let Some(stripes) = stripes else {
-        return read_into(name, stream, buf, want);
-    };
-    // All the room at once, so the buffer does not move between stripes;
-    // allocated while preferring the first stripe's node, as the
-    // allocator's header write (and copying carried bytes) touches the
-    // buffer's first page, which with transparent huge pages is the
-    // first 2 MiB.
-    prefer_node(Some(stripes.nodes[0]));
-    buf.reserve_exact(want);
-    let base = buf.as_ptr() as usize;
-    let mut got = 0;
-    let read = loop {
-        let (node, room) = stripes.at(base, base + buf.len());
-        let piece = room.min(want - got);
-        prefer_node(Some(node));
-        match read_into(name, stream, buf, piece) {
-            Ok(n) if n == piece && got + n < want => got += n,
-            Ok(n) => break Ok(got + n),
-            Err(e) => break Err(e),
-        }
-    };
-    prefer_node(None);
-    read
 }
 
 /// The message of a caught panic.
@@ -576,36 +582,54 @@ mod tests {
         // A buffer starting 3/4 of a huge page past an alignment: each
         // stripe ends at the nearest alignment to its share's end.
         let base = 7 * h + 3 * h / 4;
-        assert_eq!(s.at(base, base), (0, 4 * h + h / 4));
-        assert_eq!(s.at(base, 12 * h - 1), (0, 1));
-        assert_eq!(s.at(base, 12 * h), (2, 4 * h));
-        assert_eq!(s.at(base, 16 * h), (5, usize::MAX));
-        assert_eq!(s.at(base, 99 * h), (5, usize::MAX));
+        let cut = |len| s.cut(base, len).collect::<Vec<_>>();
+        assert_eq!(
+            cut(12 * h),
+            vec![
+                (0, base..12 * h),
+                (2, 12 * h..16 * h),
+                (5, 16 * h..base + 12 * h)
+            ]
+        );
+        // A short buffer has fewer stripes; a long one, a longer last.
+        assert_eq!(cut(h), vec![(0, base..base + h)]);
+        assert_eq!(cut(99 * h).last(), Some(&(5, 16 * h..base + 99 * h)));
         // Small shares end on pages.
         let s = on(vec![0, 1], 2 * h).unwrap();
         assert_eq!((s.share, s.align), (h, PAGE));
-        assert_eq!(s.at(base, base), (0, h));
+        assert_eq!(s.cut(base, 2 * h).next(), Some((0, base..base + h)));
     }
 
-    /// Reading in stripes gives back the very bytes of reading at once,
-    /// with the reader's pieces cut at the stripes' ends.
+    /// A placed reader cuts the very chunks of an unplaced one, with each
+    /// buffer's whole room placed.
     #[test]
-    fn a_placed_read_reads_the_same_bytes() {
+    fn placed_chunks_hold_the_same_bytes() {
         let stripes = Stripes {
             nodes: vec![0, 0, 0],
             share: HUGE_PAGE,
             align: PAGE,
         };
-        let data: Vec<u8> = (0..5 * HUGE_PAGE + 77).map(|i| i as u8).collect();
-        let stream = |d: &[u8]| Box::new(std::io::Cursor::new(d.to_vec())) as Stream;
-        for want in [1, 4096, 3 * HUGE_PAGE, data.len() + 10] {
-            let (mut at_once, mut placed) = (b"ab".to_vec(), b"ab".to_vec());
-            let name = Path::new("x");
-            let a = read_into(name, &mut stream(&data), &mut at_once, want).unwrap();
-            let mut s = stream(&data);
-            let b = read_placed(Some(&stripes), (name, &mut s), &mut placed, want).unwrap();
-            assert_eq!((a, &at_once), (b, &placed), "want {want}");
-            assert_eq!(a, want.min(data.len()));
+        let data: Vec<u8> = (0..5 * HUGE_PAGE + 77).map(|i| (i % 97) as u8).collect();
+        let reader = |placed| {
+            let streams: Vec<Named> = vec![(
+                PathBuf::from("x"),
+                Box::new(std::io::Cursor::new(data.clone())),
+                None,
+            )];
+            ChunkReader::new(streams, Records::Fixed(7), 3 * HUGE_PAGE).placed(placed)
+        };
+        let (mut plain, mut placed) = (reader(None), reader(Some(stripes)));
+        let (mut a, mut b) = (Chunk::default(), Chunk::default());
+        loop {
+            plain.fill(&mut a).unwrap();
+            placed.fill(&mut b).unwrap();
+            assert_eq!((&a.data, &a.segments.len()), (&b.data, &b.segments.len()));
+            assert_eq!(a.placed, None);
+            let room = (b.data.as_ptr() as usize, b.data.capacity());
+            assert_eq!(b.placed, Some(room));
+            if a.segments.is_empty() {
+                break;
+            }
         }
     }
 

@@ -43,7 +43,7 @@ use crate::error::{Error, Result};
 #[cfg(test)]
 use topology::allowed_cpus;
 use topology::bind_to;
-pub(crate) use topology::prefer_node;
+pub(crate) use topology::place_pages;
 pub use topology::{page_node, Topology};
 
 /// How the map phase hands out splits on a machine of several nodes.

@@ -306,23 +306,32 @@ pub fn page_node(addr: *const u8) -> Option<usize> {
     (rc == 0 && node >= 0).then_some(node as usize)
 }
 
-/// Places the calling thread's new pages on the kernel's node `id` where
-/// it has room (`set_mempolicy(MPOL_PREFERRED)`), or back where the default
-/// policy puts them (the node the thread runs on) with `None`. Only pages
-/// first touched after the call are placed by it. A hint: if the kernel
-/// refuses, pages go where the default puts them.
+/// Places the pages of `addr..addr + len` on the kernel's node `id` where
+/// it has room (`mbind(MPOL_PREFERRED)`), moving the range's pages already
+/// elsewhere; with `None`, gives the range back to the default policy
+/// (later pages where the thread that touches them runs), moving nothing.
+/// `addr` is rounded down to a page. A hint: if the kernel refuses, pages
+/// go where the default puts them.
+///
+/// A range with a policy of its own is also left alone by the kernel's
+/// automatic NUMA balancing, which would otherwise move a buffer's pages
+/// toward the one thread that writes them all.
 #[cfg(target_os = "linux")]
-pub(crate) fn prefer_node(id: Option<usize>) {
-    const MPOL_DEFAULT: libc::c_int = 0;
-    const MPOL_PREFERRED: libc::c_int = 1;
+pub(crate) fn place_pages(addr: usize, len: usize, id: Option<usize>) {
+    const MPOL_DEFAULT: libc::c_ulong = 0;
+    const MPOL_PREFERRED: libc::c_ulong = 1;
+    const MPOL_MF_MOVE: libc::c_uint = 1 << 1;
     const WORD: usize = libc::c_ulong::BITS as usize;
-    let (mode, mask) = match id {
+    // SAFETY: sysconf has no preconditions.
+    let page = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(1) as usize;
+    let start = addr - addr % page;
+    let (mode, mask, flags) = match id {
         Some(id) => {
             let mut mask = vec![0 as libc::c_ulong; id / WORD + 1];
             mask[id / WORD] |= 1 << (id % WORD);
-            (MPOL_PREFERRED, mask)
+            (MPOL_PREFERRED, mask, MPOL_MF_MOVE)
         }
-        None => (MPOL_DEFAULT, Vec::new()),
+        None => (MPOL_DEFAULT, Vec::new(), 0),
     };
     // The kernel reads `maxnode - 1` bits of the mask (one more, as
     // libnuma passes it); none with the default policy.
@@ -330,17 +339,26 @@ pub(crate) fn prefer_node(id: Option<usize>) {
         0 => 0,
         words => (words * WORD + 1) as libc::c_ulong,
     };
-    // SAFETY: `mask` holds `maxnode - 1` bits (or is not read when
-    // `maxnode` is 0); set_mempolicy only reads it and changes the calling
-    // thread's policy for later allocations.
+    // SAFETY: mbind only changes the policy of (and may move) whole pages
+    // of this process's mappings in the range, which keep their contents
+    // and addresses; an unmapped range is an error, not a fault. `mask`
+    // holds `maxnode - 1` bits (or is not read when `maxnode` is 0).
     unsafe {
-        libc::syscall(libc::SYS_set_mempolicy, mode, mask.as_ptr(), maxnode);
+        libc::syscall(
+            libc::SYS_mbind,
+            start,
+            len + (addr - start),
+            mode,
+            mask.as_ptr(),
+            maxnode,
+            flags,
+        );
     }
 }
 
-/// The thread's page placement: nothing to set off Linux.
+/// A range's page placement: nothing to set off Linux.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn prefer_node(_id: Option<usize>) {}
+pub(crate) fn place_pages(_addr: usize, _len: usize, _id: Option<usize>) {}
 
 /// The kernel's node of the page at `addr`: never known off Linux.
 #[cfg(not(target_os = "linux"))]
