@@ -83,6 +83,7 @@ pub(crate) fn count(
         .with_context(|| format!("'{}'", file.display()))?;
     // The run read the file's map, not an input of its own.
     input.check_unchanged()?;
+    rt.release(input);
     Ok(counts)
 }
 

@@ -34,6 +34,7 @@
 
 use std::fs::{File, Metadata};
 use std::io;
+use std::ops::Range;
 use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -100,6 +101,27 @@ impl GuardedMap {
         &self.map
     }
 
+    /// Lets go of the pages of the `k`-th of `n` page-aligned stripes of
+    /// the map (the kernel drops their page-table entries, the page cache
+    /// keeps the file), so that unmapping after has little left to do.
+    #[cfg(unix)]
+    pub(crate) fn release_stripe(&self, k: usize, n: usize) {
+        let Range { start, end } = stripe(self.map.len(), k, n);
+        if start < end {
+            // SAFETY: the map is private and read-only, so it holds no
+            // page of its own: a dropped page reads back from the file as
+            // it was (or as zeros past a new end, as any page of the map).
+            // Advice only: a failure changes speed, not results.
+            let _ = unsafe {
+                self.map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    start,
+                    end - start,
+                )
+            };
+        }
+    }
+
     /// Advice to the OS on how the map will be read.
     #[cfg(unix)]
     pub(crate) fn advise(&self, advice: memmap2::Advice) -> io::Result<()> {
@@ -133,6 +155,17 @@ impl Drop for GuardedMap {
         // this), so no slot ever names an unmapped range.
         self.claim.release();
     }
+}
+
+/// The `k`-th of `n` stripes of `0..len`: about equal, each starting on
+/// a page, together all of it.
+fn stripe(len: usize, k: usize, n: usize) -> Range<usize> {
+    const PAGE: usize = 4 << 10;
+    let edge = |i: usize| match i {
+        i if i >= n => len,
+        i => (len / n * i).next_multiple_of(PAGE).min(len),
+    };
+    edge(k)..edge(k + 1)
 }
 
 /// Slots per block of the registry (one bit each in `Block::taken`).
@@ -445,5 +478,49 @@ mod tests {
             s.release();
         }
         b.release();
+    }
+
+    #[test]
+    fn stripes_start_on_pages_and_cover_the_map() {
+        for len in [1, 4095, 4096, 4097, 10 << 20, (10 << 20) + 5] {
+            for n in 1..6 {
+                let all: Vec<_> = (0..n).map(|k| stripe(len, k, n)).collect();
+                assert_eq!(all[0].start, 0);
+                assert_eq!(all[n - 1].end, len);
+                for w in all.windows(2) {
+                    assert_eq!(w[0].end, w[1].start, "{len} in {n}");
+                }
+                assert!(all.iter().all(|r| r.start % 4096 == 0 || r.start == len));
+            }
+        }
+    }
+
+    /// Released stripes give their pages back (the map's resident size in
+    /// `smaps` drops to nothing) and still read as the file.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn released_stripes_give_pages_back_and_read_the_same() {
+        let data: Vec<u8> = (0..(4 << 20) + 333).map(|i| (i % 251) as u8).collect();
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, &data).unwrap();
+        let map = GuardedMap::new(&file, &file.metadata().unwrap()).unwrap();
+        let rss_kb = || {
+            let at = format!("{:x}-", map.bytes().as_ptr() as usize);
+            let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+            let vma = smaps.split_once(&at).expect("the map is listed").1;
+            let line = vma.lines().find(|l| l.starts_with("Rss:")).unwrap();
+            line.split_whitespace()
+                .nth(1)
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        };
+        assert_eq!(map.bytes(), &data[..]);
+        assert!(rss_kb() >= 4 << 10, "all read, all resident");
+        for k in 0..3 {
+            map.release_stripe(k, 3);
+        }
+        assert_eq!(rss_kb(), 0);
+        assert_eq!(map.bytes(), &data[..]);
     }
 }

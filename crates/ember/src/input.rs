@@ -184,6 +184,17 @@ impl<'a> Input<'a> {
         self.parts.iter().any(|p| matches!(p.data, Data::Mapped(_)))
     }
 
+    /// Lets go of the pages of the `k`-th of `n` stripes of every mapped
+    /// file (see [`Runtime::release`](crate::Runtime::release)).
+    #[cfg(unix)]
+    pub(crate) fn release_stripe(&self, k: usize, n: usize) {
+        for p in &self.parts {
+            if let Data::Mapped(m) = &p.data {
+                m.release_stripe(k, n);
+            }
+        }
+    }
+
     /// True when the input is read in chunks rather than held in memory.
     pub fn is_streamed(&self) -> bool {
         self.parts
