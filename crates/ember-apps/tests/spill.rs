@@ -502,3 +502,101 @@ fn a_pipelined_error_or_panic_removes_the_spill_files() {
         assert!(matches!(err, Error::MemoryLimit { .. }), "{err}");
     }
 }
+
+/// A barrier run writes one run per spill, whatever its partitions: runs
+/// sorted by partition then key when it collects its output, by key
+/// alone when it hands it over in key order; the output is the plain
+/// run's either way.
+#[test]
+fn a_barrier_run_writes_one_run_per_spill() {
+    let data = corpus(1 << 20, 10_000, 23);
+    let input = Input::bytes(&data);
+    let want = sequential(&[&data], Docs::Lines).unwrap();
+    let counts = wordcount::sequential(&[&data]);
+    for threads in THREADS {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        for container in CONTAINERS {
+            let opts = RunOptions::default()
+                .container(container)
+                .memory_limit(256 << 10);
+            let what = format!("{threads} threads, {container}");
+            let out = rt.run_with(&WordCount::new(), &input, &opts).unwrap();
+            let m = &out.stats.memory;
+            assert!(m.spills > 0 && m.spill_runs == m.spills, "{what}: {m:?}");
+            assert!(as_pairs(&out.pairs) == counts, "{what}: counts differ");
+            let mut handed = Vec::new();
+            let streamed = build_each(&rt, &input, Docs::Lines, &opts, |word, ids| {
+                handed.push((word, ids));
+                Ok(())
+            })
+            .unwrap();
+            let m = &streamed.stats.memory;
+            assert!(m.spills > 0 && m.spill_runs == m.spills, "{what}: {m:?}");
+            assert!(handed == want, "{what}: streamed index differs");
+        }
+    }
+}
+
+/// Word count whose output per word is wide (8 KiB): the outputs of
+/// a spilled `run_each`'s key ranges outweigh its containers.
+struct Wide;
+
+impl Job for Wide {
+    type Key = Bytes;
+    type Value = u64;
+    type Combiner = Sum;
+    type Out = [u64; 1024];
+
+    fn records(&self) -> Records {
+        WordCount::new().records()
+    }
+
+    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
+        WordCount::new().map(split, emit)
+    }
+
+    fn reduce(&self, _k: &Bytes, n: u64) -> [u64; 1024] {
+        [n; 1024]
+    }
+
+    fn codec(&self) -> Option<Codec<Bytes, u64>> {
+        Some(Codec::new())
+    }
+}
+
+/// A spilled `run_each` charges its key ranges' outputs to the ledger:
+/// the peak it reports is at least an average range's output (the
+/// containers alone stay near the limit, far below it), and the output
+/// is the plain run's.
+#[test]
+fn the_ledger_counts_the_key_ranges_outputs() {
+    let data = corpus(1 << 20, 20_000, 29);
+    let input = Input::bytes(&data);
+    let counts = wordcount::sequential(&[&data]);
+    let limit = 256 << 10;
+    for threads in THREADS {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        let opts = RunOptions::default().memory_limit(limit);
+        let mut got = Vec::new();
+        let stats = rt
+            .run_each(&Wide, &input, &opts, |word, out| {
+                got.push((word.as_bytes().to_vec(), out[1023]));
+                Ok(())
+            })
+            .unwrap();
+        let what = format!("{threads} threads");
+        assert!(got == counts, "{what}: output differs");
+        let m = &stats.memory;
+        let ranges: u64 = stats.reduce_tasks.iter().sum();
+        let entry = std::mem::size_of::<(Bytes, [u64; 1024])>() as u64;
+        let average = entry * counts.len() as u64 / ranges;
+        assert!(
+            m.spills > 0 && average > 4 * limit,
+            "{what}: {m:?}, {ranges} ranges"
+        );
+        assert!(
+            m.peak_tracked_bytes >= average,
+            "{what}: {m:?}, {ranges} ranges"
+        );
+    }
+}

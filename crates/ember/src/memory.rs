@@ -10,10 +10,13 @@
 //! coordination on the map path.
 //!
 //! What is tracked is the containers' own arrays (hash tables, append
-//! buffers) and, for combiners that keep their values ([`Combiner::FOLDS`]
-//! false), the values they were handed. Long keys' heap copies (over
-//! `INLINE_KEY_BYTES`), the output and the allocator's slack are not: the
-//! default budget keeps a margin for them.
+//! buffers), for combiners that keep their values ([`Combiner::FOLDS`]
+//! false) the values they were handed, and the outputs of the key ranges
+//! that a spilled run handing its output over has merged and not yet
+//! handed over (their entries' arrays). Long keys' heap copies (over
+//! `INLINE_KEY_BYTES`), what entries point to on the heap, a collected
+//! output and the allocator's slack are not: the default budget keeps a
+//! margin for them.
 //!
 //! [`Combiner::FOLDS`]: crate::Combiner::FOLDS
 
@@ -155,10 +158,13 @@ fn cgroup_limit() -> Option<u64> {
 }
 
 /// What the workers of one run hold: a slot per worker, written by that
-/// worker after each split, and the largest total seen.
+/// worker after each split; what a merge cut into key ranges holds of its
+/// ranges' outputs; and the largest total seen.
 #[derive(Debug)]
 pub(crate) struct Ledger {
     held: Vec<AtomicU64>,
+    /// The outputs of key ranges merged and not yet handed over.
+    merged: AtomicU64,
     peak: AtomicU64,
 }
 
@@ -167,6 +173,7 @@ impl Ledger {
     pub(crate) fn new(workers: usize) -> Ledger {
         Ledger {
             held: (0..workers).map(|_| AtomicU64::new(0)).collect(),
+            merged: AtomicU64::new(0),
             peak: AtomicU64::new(0),
         }
     }
@@ -180,7 +187,26 @@ impl Ledger {
         if let Some(slot) = self.held.get(w) {
             slot.store(bytes, Relaxed);
         }
-        let total = self.held.iter().map(|s| s.load(Relaxed)).sum();
+        self.update_peak();
+    }
+
+    /// A key range's output of `bytes` is merged and held until it is
+    /// handed over ([`Ledger::hand_over`]).
+    pub(crate) fn merged(&self, bytes: u64) {
+        self.merged.fetch_add(bytes, Relaxed);
+        self.update_peak();
+    }
+
+    /// A key range's output of `bytes` ([`Ledger::merged`]) is handed
+    /// over and dropped.
+    pub(crate) fn hand_over(&self, bytes: u64) {
+        self.merged.fetch_sub(bytes, Relaxed);
+    }
+
+    /// The peak, updated with what is held now.
+    fn update_peak(&self) {
+        let held: u64 = self.held.iter().map(|s| s.load(Relaxed)).sum();
+        let total = held + self.merged.load(Relaxed);
         self.peak.fetch_max(total, Relaxed);
     }
 
@@ -231,5 +257,12 @@ mod tests {
         l.hold(1, 5);
         l.hold(0, 1);
         assert_eq!(l.peak(), 15);
+        // Ranges' outputs count with what the workers hold.
+        l.merged(20);
+        l.merged(4);
+        assert_eq!(l.peak(), 30);
+        l.hand_over(20);
+        l.merged(4);
+        assert_eq!(l.peak(), 30);
     }
 }

@@ -137,12 +137,14 @@ pub struct MemoryStats {
     pub limit_bytes: u64,
     /// Whether the caller set the budget (else the machine's default).
     pub limit_explicit: bool,
-    /// The most the workers' containers held at once, as tracked.
+    /// The most the workers' containers (and, in a spilled run that hands
+    /// its output over, the key ranges' outputs not yet handed over) held
+    /// at once, as tracked.
     pub peak_tracked_bytes: u64,
     /// Times a worker wrote its container to disk.
     pub spills: u64,
-    /// Sorted runs written (one per partition per spill, empty ones
-    /// skipped; one per spill for a job whose keys are unique).
+    /// Sorted runs written: one per spill (each holding every partition
+    /// it spilled, in a section per partition, or in key order).
     pub spill_runs: u64,
     /// Bytes written to spill files.
     pub spilled_bytes: u64,

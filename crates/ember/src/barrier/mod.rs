@@ -85,7 +85,8 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
         } = self;
         let map_start = Instant::now();
         let map_busy = Busy::new(pool);
-        let spiller = Spiller::new(&memory, (job, combiner, pool.threads()), watch);
+        let spiller =
+            Spiller::new(&memory, (job, combiner, pool.threads()), watch).hands(each.is_some());
         let new_worker = |w| Worker::new(w, make(w));
         let workers = map_source(
             pool,
@@ -111,7 +112,6 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
             .map(|w| w.container.memory_bytes() as u64)
             .sum();
         stats.memory = memory_stats(&spiller, workers.iter().map(Worker::written));
-
         let reduce_start = Instant::now();
         let phase = watch.phase(Phase::Reduce);
         let reduce_busy = Busy::new(pool);

@@ -24,7 +24,7 @@ use crate::key::Key;
 use crate::memory::{Budget, Ledger};
 use crate::pool::Pool;
 use crate::progress::Watch;
-use crate::spill::{self, Codec, Ranges, Source, SpillDir, Spilled, Writer};
+use crate::spill::{self, Codec, Layout, Plan, Ranges, Source, SpillDir, Spilled, Writer};
 use crate::stats::{secs, MemoryStats};
 use crate::trace::{Args, SpanKind, Track};
 use crate::unwind;
@@ -47,6 +47,7 @@ pub(crate) struct Spiller<'r, J: Job> {
     budget: Budget,
     ledger: Ledger,
     dir: SpillDir,
+    layout: Layout,
     codec: Option<Codec<J::Key, StateOf<J>>>,
     combiner: &'r J::Combiner,
     watch: Watch<'r>,
@@ -65,6 +66,7 @@ impl<'r, J: Job> Spiller<'r, J> {
             budget: memory.budget,
             ledger: Ledger::new(workers),
             dir: SpillDir::under(memory.dir.clone()),
+            layout: Layout::ByPartition,
             codec: job.codec(),
             combiner,
             watch,
@@ -73,6 +75,18 @@ impl<'r, J: Job> Spiller<'r, J> {
 }
 
 impl<J: Job> Spiller<'_, J> {
+    /// The spiller of a run that hands its output over in key order
+    /// (`hands`), or collects it: the first merges in key ranges across
+    /// the partitions, so its workers' runs are laid out by key; the
+    /// other by partition (the default).
+    pub(crate) fn hands(self, hands: bool) -> Self {
+        let layout = match hands {
+            true => Layout::ByKey,
+            false => Layout::ByPartition,
+        };
+        Spiller { layout, ..self }
+    }
+
     /// One worker's share of the budget, in bytes.
     pub(crate) fn share(&self) -> usize {
         self.share
@@ -115,7 +129,7 @@ impl<C, K: Key> Worker<C, K> {
     }
 
     /// Reports the container's bytes and, if they pass the worker's share,
-    /// spills it: every partition sorted by key, written as a run. Called
+    /// spills it: every partition sorted by key, written as one run. Called
     /// after each split (barrier) or each fold of buffers into a pipelined
     /// reducer's partition, by pool worker `by` (traced on its track).
     pub(crate) fn check<J: Job<Key = K>>(&mut self, s: &Spiller<'_, J>, by: usize) -> Result<()>
@@ -150,7 +164,7 @@ impl<C, K: Key> Worker<C, K> {
         }
     }
 
-    /// Spills the container: every partition sorted by key, written as a
+    /// Spills the container: every partition sorted by key, written as one
     /// run, traced on pool worker `by`'s track.
     fn spill<J: Job<Key = K>>(
         &mut self,
@@ -161,10 +175,16 @@ impl<C, K: Key> Worker<C, K> {
     where
         C: Container<K, J::Value, J::Combiner>,
     {
+        if self.container.distinct() == 0 {
+            // Empty tables past the share: nothing to write.
+            return Ok(());
+        }
         let start = Instant::now();
         let writer = match &mut self.writer {
             Some(w) => w,
-            None => self.writer.insert(Writer::create(&s.dir, self.index)?),
+            None => self
+                .writer
+                .insert(Writer::create(&s.dir, self.index, s.layout)?),
         };
         let before = writer.bytes();
         let emptied = writer.spill(self.container.inner.drain(s.combiner), codec)?;
@@ -288,9 +308,9 @@ fn in_memory<'f, K: Ord, S>(mut part: Vec<(K, S)>) -> Source<'f, K, S> {
     Source::Memory(part.into_iter())
 }
 
-/// Partition `p` reduced: its runs in `files` merged with its entries
-/// still in memory (`parts`, one per container), each key's states joined
-/// and reduced once, in key order.
+/// Partition `p` reduced: its section of every run in `files` merged with
+/// its entries still in memory (`parts`, one per container), each key's
+/// states joined and reduced once, in key order.
 fn merge_partition<J: Job>(
     (job, s): (&J, &Spiller<'_, J>),
     files: &[Spilled<J::Key>],
@@ -305,16 +325,17 @@ fn merge_partition<J: Job>(
         .map(Source::Disk)
         .collect();
     sources.extend(parts.into_iter().map(in_memory));
-    merge_reduced((job, s), sources)
+    merge_reduced((job, s), sources, 0)
 }
 
 /// `sources` merged, each key's states joined and reduced once, in key
-/// order.
+/// order, into an output with room for `entries` entries.
 fn merge_reduced<J: Job>(
     (job, s): (&J, &Spiller<'_, J>),
     sources: Vec<Source<'_, J::Key, StateOf<J>>>,
+    entries: usize,
 ) -> Result<Run<J>> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(entries);
     let combiner = s.combiner;
     let join = |a: &mut StateOf<J>, b| combiner.merge(a, b);
     let reduce = |k: J::Key, st| {
@@ -354,13 +375,16 @@ pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
 /// key reduced and handed over in key order, and no output held in
 /// memory past a few key ranges'. What the containers still hold is
 /// spilled first, so that every source is a run on disk that can be cut
-/// at a key (and the containers' memory is the merge's); then the key
-/// space is cut into ranges of about equal bytes ([`Ranges`]), each
-/// range's runs are merged and reduced by one task on the workers, a few
-/// ranges ahead of the one handed over, and the calling thread hands the
-/// ranges' keys to `each` in range order. Returns the keys handed over,
-/// the tasks each worker ran (a range is a task) and the memory stats,
-/// the last spills counted.
+/// at a key (and the containers' memory is the merge's; their runs are
+/// laid out by key, [`Layout::ByKey`], so a range reads one section per
+/// run); then the key space is cut into ranges of about equal bytes
+/// ([`Ranges`], sized by a [`Plan`] of the budget), each range's runs are
+/// merged and reduced by one task on the workers, a few ranges ahead of
+/// the one handed over, and the calling thread hands the ranges' keys to
+/// `each` in range order. A range's output is in the ledger from its
+/// merge until it is handed over. Returns the keys handed over, the tasks
+/// each worker ran (a range is a task) and the memory stats, the last
+/// spills and the ranges' outputs counted.
 pub(crate) fn stream_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     pool: &Pool,
     (job, s): (&J, &Spiller<'_, J>),
@@ -376,33 +400,38 @@ pub(crate) fn stream_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
             .collect::<Result<Vec<()>>>()
     });
     spilled?;
-    let memory = memory_stats(s, workers.iter().map(Worker::written));
+    let written: Vec<Written> = workers.iter().map(Worker::written).collect();
     let (files, _) = take_out(s, workers)?;
-    // Half the merge's memory for the ranges' outputs, half for their
-    // readers.
-    let window = 2 * pool.threads();
-    let per_range = s.merge_bytes / (2 * window);
-    let ranges = Ranges::new(&files, per_range);
-    let buffer = spill::read_buffer(per_range, ranges.runs());
+    // The containers are gone: the merge holds the budget.
+    (0..written.len()).for_each(|w| s.ledger.hold(w, 0));
+    let entry = std::mem::size_of::<(J::Key, J::Out)>();
+    let plan = Plan::new(&files, s.merge_bytes, pool.threads(), entry);
+    let ranges = Ranges::new(&files, plan.range_bytes);
     let tasks = Tasks::new(pool, s.watch);
     let merge_range = |r: usize| {
         tasks.run(r, || {
-            let sources = ranges.sources(r, codec, buffer);
-            unwind::catch(Phase::Reduce, || merge_reduced((job, s), sources))?
+            let sources = ranges.sources(r, codec, plan.buffer);
+            let merge = || merge_reduced((job, s), sources, plan.range_entries);
+            let out = unwind::catch(Phase::Reduce, merge)??;
+            s.ledger.merged((out.len() * entry) as u64);
+            Ok(out)
         })
     };
     let mut released = ranges.unreleased();
     let mut keys = 0u64;
     let hand = |r: usize, out: Result<Run<J>>| {
-        for (k, o) in out? {
+        let out = out?;
+        let bytes = (out.len() * entry) as u64;
+        for (k, o) in out {
             keys += 1;
             each(k, o)?;
         }
+        s.ledger.hand_over(bytes);
         if r + 1 < ranges.len() {
             ranges.release(r + 1, &mut released);
         }
         Ok(())
     };
-    pool.ordered((ranges.len(), window), merge_range, hand)?;
-    Ok((keys, tasks.counts(), memory))
+    pool.ordered((ranges.len(), plan.window), merge_range, hand)?;
+    Ok((keys, tasks.counts(), memory_stats(s, written.into_iter())))
 }

@@ -2,11 +2,14 @@
 //!
 //! When a map worker's container passes its share of the run's memory
 //! budget (`memory`), the worker takes every entry out of it as a (key,
-//! combiner state) pair, sorts each partition's entries by key and writes
-//! them to its own spill file as one *run* per partition, then maps on into
-//! the emptied container. Reduce task `p` then merges partition `p`'s runs
-//! of every worker, and what the containers still hold, in one pass (a
-//! p-way merge on the runs' heads, SupMR's merge on disk): equal keys'
+//! combiner state) pair and writes them to its own spill file as one
+//! *run* per spill, then maps on into the emptied container. A run is
+//! sorted by partition, then key ([`Layout::ByPartition`]: one *section*
+//! per partition, indexed by where each starts), or by key alone
+//! ([`Layout::ByKey`], for a run whose output is handed over in key order:
+//! one section). Reduce task `p` then merges partition `p`'s section of
+//! every run, and what the containers still hold, in one pass (a p-way
+//! merge on the sections' heads, SupMR's merge on disk): equal keys'
 //! states are joined with the combiner and each key is reduced once, in key
 //! order, so the output is the one an in-memory run gives.
 //!
@@ -43,11 +46,24 @@ pub use dir::remove_live_dirs;
 pub(crate) use dir::{check_dir, default_dir, SpillDir};
 pub use encode::{decode_len, encode_len, Encode};
 pub(crate) use merge::{merge, Source};
-pub(crate) use range::Ranges;
+pub(crate) use range::{Plan, Ranges};
 pub(crate) use read::{read_buffer, Spilled};
 pub(crate) use write::Writer;
 
-/// Where one run of one partition lies in a worker's spill file.
+/// How a spill orders its entries in its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// By partition, then key: a section per partition, for a reduce
+    /// that merges partition by partition.
+    ByPartition,
+    /// By key alone, every partition in one section: for a merge cut into
+    /// key ranges across the partitions (the output handed over in key
+    /// order), which then reads one section per run.
+    ByKey,
+}
+
+/// Where one section of a run (one partition's entries, sorted by key; or
+/// every partition's, [`Layout::ByKey`]) lies in a worker's spill file.
 #[derive(Debug, Clone, Copy)]
 struct RunAt {
     partition: usize,
@@ -55,9 +71,9 @@ struct RunAt {
     len: u64,
 }
 
-/// A place in a run where a reader can start: the file offset of a block
-/// (of a record, in an uncompressed run) and the key of its first record.
-/// A run has a mark about every [`BLOCK`] bytes of records, its first
+/// A place in a section where a reader can start: the file offset of a
+/// block (of a record, in an uncompressed run) and the key of its first
+/// record. A section has a mark about every [`BLOCK`] bytes of records, its first
 /// record's among them: what the key ranges of a parallel merge are cut
 /// by.
 #[derive(Debug)]
@@ -99,7 +115,7 @@ mod tests {
                 // Ties on purpose: keys differing in the low bits only.
                 codec = codec.prefix(|k| u64::from(k / 8));
             }
-            let mut w = Writer::create(&spill_dir, 0).unwrap();
+            let mut w = Writer::create(&spill_dir, 0, Layout::ByPartition).unwrap();
             let mut want = std::collections::BTreeMap::new();
             for pairs in spills.iter().chain([&memory]) {
                 for &(k, v) in pairs {
@@ -119,6 +135,14 @@ mod tests {
                 w.spill(parts, codec).unwrap();
             }
             let spilled = w.finish().unwrap();
+            // One run per spill that held anything, each partition's
+            // section found in it once.
+            let full = spills.iter().filter(|s| !s.is_empty()).count();
+            prop_assert_eq!(spilled.runs.len(), full);
+            for p in 0..2 {
+                let holding = spills.iter().filter(|s| s.iter().any(|(k, _)| k % 2 == p)).count();
+                prop_assert_eq!(spilled.count(p as usize), holding);
+            }
             let mut got = std::collections::BTreeMap::new();
             for p in 0..2 {
                 let mut mem: Vec<(u32, u64)> = memory.iter().copied().filter(|(k, _)| k % 2 == p as u32).collect();
@@ -185,12 +209,22 @@ mod tests {
             for &(k, v) in runs.iter().flatten() {
                 *want.entry(k).or_insert(0u64) += v;
             }
-            // Two files: the runs dealt out between them.
-            let mut writers = [Writer::create(&spill_dir, 0).unwrap(), Writer::create(&spill_dir, 1).unwrap()];
+            // Two files: the runs dealt out between them, each run in
+            // three partitions (by key) laid out by key.
+            let create = |w| Writer::create(&spill_dir, w, Layout::ByKey).unwrap();
+            let mut writers = [create(0), create(1)];
+            let full = runs.iter().filter(|r| !r.is_empty()).count();
             for (i, run) in runs.into_iter().enumerate() {
-                writers[i % 2].spill(vec![run], codec).unwrap();
+                let mut parts = vec![Vec::new(), Vec::new(), Vec::new()];
+                for (k, v) in run {
+                    parts[(k % 3) as usize].push((k, v));
+                }
+                writers[i % 2].spill(parts, codec).unwrap();
             }
             let files: Vec<Spilled<u32>> = writers.into_iter().map(|w| w.finish().unwrap()).collect();
+            // A section per run.
+            let sections: usize = files.iter().map(|f| f.sections.len()).sum();
+            prop_assert_eq!(sections, full);
             let ranges = Ranges::new(&files, blocks * BLOCK);
             let mut released = ranges.unreleased();
             let mut got = Vec::new();
@@ -215,7 +249,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let spill_dir = SpillDir::under(dir.path().to_path_buf());
             let codec = Codec::<Vec<u8>, u64>::new().compression(compression);
-            let mut w = Writer::create(&spill_dir, 3).unwrap();
+            let mut w = Writer::create(&spill_dir, 3, Layout::ByPartition).unwrap();
             let words = (0..50u64)
                 .map(|i| (format!("word{i}").into_bytes(), i))
                 .collect();
@@ -241,7 +275,7 @@ mod tests {
         let parent = tempfile::tempdir().unwrap();
         let dir = SpillDir::under(parent.path().to_path_buf());
         assert_eq!(dir.path(), None);
-        Writer::<u32>::create(&dir, 0).unwrap();
+        Writer::<u32>::create(&dir, 0, Layout::ByPartition).unwrap();
         let made = dir.path().unwrap();
         assert!(made.is_dir());
         drop(dir);

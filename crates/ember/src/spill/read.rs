@@ -1,5 +1,5 @@
-//! Reading a worker's spill file back: one reader per run (or per key
-//! range of a run), each through a buffer of its own, releasing the
+//! Reading a worker's spill file back: one reader per section of a run
+//! (or per key range of a section), each through a buffer of its own, releasing the
 //! file's pages as it goes.
 
 use std::fs::File;
@@ -7,21 +7,46 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use super::codec::BLOCK_HEADER;
-use super::{decode_len, Codec, Compression, Mark, RunAt};
+use super::{decode_len, Codec, Compression, Layout, Mark, RunAt};
 use crate::error::{Error, Result};
 
-/// One worker's finished spill file of keys `K`, and its runs.
+/// One worker's finished spill file of keys `K`: its runs, their
+/// sections and the sections' marks.
 #[derive(Debug)]
 pub(crate) struct Spilled<K> {
     pub(super) path: PathBuf,
     pub(super) file: File,
-    pub(super) runs: Vec<RunAt>,
-    /// Each run's marks, by run.
+    pub(super) layout: Layout,
+    /// Every run's sections, run by run (by partition within a run).
+    pub(super) sections: Vec<RunAt>,
+    /// The index in `sections` of each run's first section.
+    pub(super) runs: Vec<usize>,
+    /// Each section's marks, by section.
     pub(super) marks: Vec<Vec<Mark<K>>>,
+    /// Records written, and bytes (as written: compressed, if so).
+    pub(super) records: u64,
+    pub(super) bytes: u64,
 }
 
 impl<K> Spilled<K> {
-    /// Readers of partition `p`'s runs, each with a buffer of `buffer`
+    /// Partition `p`'s sections, one per run at most: each run's found by
+    /// a binary search of its own sections.
+    fn sections_of(&self, p: usize) -> impl Iterator<Item = &RunAt> {
+        debug_assert!(self.layout == Layout::ByPartition, "sections by key");
+        let ends = self
+            .runs
+            .iter()
+            .skip(1)
+            .copied()
+            .chain([self.sections.len()]);
+        self.runs.iter().zip(ends).filter_map(move |(&from, to)| {
+            let run = &self.sections[from..to];
+            let i = run.binary_search_by_key(&p, |s| s.partition).ok()?;
+            Some(&run[i])
+        })
+    }
+
+    /// Readers of partition `p`'s sections, each with a buffer of `buffer`
     /// bytes.
     pub(crate) fn runs_of<S>(
         &self,
@@ -29,18 +54,20 @@ impl<K> Spilled<K> {
         codec: Codec<K, S>,
         buffer: usize,
     ) -> impl Iterator<Item = RunReader<'_, K, S>> {
-        self.runs
-            .iter()
-            .filter(move |r| r.partition == p)
-            .map(move |r| {
-                let mut reader = self.reader(r, r.start, codec, buffer);
-                reader.released = Some(r.start.next_multiple_of(PAGE));
-                reader
-            })
+        self.sections_of(p).map(move |r| {
+            let mut reader = self.reader(r, r.start, codec, buffer);
+            reader.released = Some(r.start.next_multiple_of(PAGE));
+            reader
+        })
     }
 
-    /// A reader of run `r` from file offset `at` on (a mark's, or the
-    /// run's start), which releases no pages.
+    /// Sections of partition `p` (runs that hold any of it).
+    pub(crate) fn count(&self, p: usize) -> usize {
+        self.sections_of(p).count()
+    }
+
+    /// A reader of section `r` from file offset `at` on (a mark's, or the
+    /// section's start), which releases no pages.
     pub(super) fn reader<S>(
         &self,
         r: &RunAt,
@@ -64,11 +91,6 @@ impl<K> Spilled<K> {
         }
     }
 
-    /// Runs of partition `p`.
-    pub(crate) fn count(&self, p: usize) -> usize {
-        self.runs.iter().filter(|r| r.partition == p).count()
-    }
-
     /// Releases the file's bytes from offset `from` up to `to` (whole
     /// pages), which no reader reads again.
     pub(super) fn release(&self, from: u64, to: u64) {
@@ -76,8 +98,9 @@ impl<K> Spilled<K> {
     }
 }
 
-/// Reads one run back, record by record, through a buffer of its own
-/// (positioned reads on the worker's file: no file handle per run).
+/// Reads one section of a run back, record by record, through a buffer of
+/// its own (positioned reads on the worker's file: no file handle per
+/// run).
 pub(crate) struct RunReader<'f, K, S> {
     spilled: &'f Spilled<K>,
     codec: Codec<K, S>,

@@ -1,21 +1,31 @@
-//! Writing a worker's spill file: each spill's partitions sorted by key,
-//! one run each, encoded (and compressed) through one buffer.
+//! Writing a worker's spill file: one run per spill, its entries sorted
+//! by partition then key (a section per partition) or by key alone
+//! ([`Layout`]), encoded (and compressed) through one buffer.
 
+use std::cmp::Reverse;
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 
 use super::codec::BLOCK_HEADER;
-use super::{encode_len, failed, Codec, Compression, Mark, RunAt, SpillDir, Spilled, BLOCK};
+use super::{
+    encode_len, failed, Codec, Compression, Layout, Mark, RunAt, SpillDir, Spilled, BLOCK,
+};
 use crate::error::Result;
 
 /// One worker's spill file of keys `K`, written run by run.
 pub(crate) struct Writer<K> {
     path: PathBuf,
     file: File,
+    layout: Layout,
     at: u64,
-    runs: Vec<RunAt>,
-    /// Each run's marks, in run order; the run being written last.
+    /// Every run's sections, run by run (by partition within a run).
+    sections: Vec<RunAt>,
+    /// The index in `sections` of each run's first section.
+    runs: Vec<usize>,
+    /// Each section's marks, in section order; the section being written
+    /// last.
     marks: Vec<Vec<Mark<K>>>,
     /// Records encoded and not yet written (written past
     /// [`WRITE_BUFFER`] bytes; compressed, a block at a time, past
@@ -24,13 +34,16 @@ pub(crate) struct Writer<K> {
     frame: Vec<u8>,
     /// Compressed blocks not yet written.
     blocks: Vec<u8>,
-    /// Spills written (each a run per non-empty partition).
+    /// Records written.
+    records: u64,
+    /// Spills written, each one run (a spill of nothing writes none).
     pub(crate) spills: u64,
 }
 
 impl<K> Writer<K> {
-    /// A new spill file for worker `w` in `dir`.
-    pub(crate) fn create(dir: &SpillDir, w: usize) -> Result<Writer<K>> {
+    /// A new spill file for worker `w` in `dir`, its runs laid out as
+    /// `layout` says.
+    pub(crate) fn create(dir: &SpillDir, w: usize, layout: Layout) -> Result<Writer<K>> {
         let path = dir.file(w)?;
         // Read back through the same descriptor after the last write.
         let file = std::fs::OpenOptions::new()
@@ -42,18 +55,23 @@ impl<K> Writer<K> {
         Ok(Writer {
             path,
             file,
+            layout,
             at: 0,
+            sections: Vec::new(),
             runs: Vec::new(),
             marks: Vec::new(),
             buf: Vec::with_capacity(WRITE_BUFFER + (1 << 10)),
             frame: Vec::new(),
             blocks: Vec::new(),
+            records: 0,
             spills: 0,
         })
     }
 
-    /// Writes one spill: each partition's entries, sorted by key, as a
-    /// run. Returns the partitions emptied, their memory kept for reuse.
+    /// Writes one spill as one run: each partition's entries sorted by
+    /// key, a section each ([`Layout::ByPartition`]), or every partition's
+    /// merged in key order into one section ([`Layout::ByKey`]). Returns
+    /// the partitions emptied, their memory kept for reuse.
     pub(crate) fn spill<S>(
         &mut self,
         mut parts: Vec<Vec<(K, S)>>,
@@ -62,33 +80,96 @@ impl<K> Writer<K> {
     where
         K: Ord,
     {
-        for (partition, entries) in parts.iter_mut().enumerate() {
-            if entries.is_empty() {
-                continue;
+        let full: Vec<usize> = (0..parts.len()).filter(|&p| !parts[p].is_empty()).collect();
+        if full.is_empty() {
+            // Nothing to write: no run, and no spill.
+            return Ok(parts);
+        }
+        let first = self.sections.len();
+        match (self.layout, full.len()) {
+            (Layout::ByKey, 2..) => {
+                let body = |w: &mut Self| w.push_merged(&mut parts, codec);
+                self.section(0, codec.compression, body)?;
             }
-            let start = self.at;
-            self.marks.push(Vec::new());
-            match codec.prefix {
-                Some(prefix) => self.push_by_prefix(entries, prefix, codec)?,
-                None => {
-                    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                    for (k, s) in entries.iter() {
-                        self.push(k, s, codec)?;
-                    }
+            (layout, _) => {
+                for &p in &full {
+                    let section = if layout == Layout::ByKey { 0 } else { p };
+                    let body = |w: &mut Self| w.push_sorted(&mut parts[p], codec);
+                    self.section(section, codec.compression, body)?;
                 }
             }
-            // A run ends with a block of its own.
-            self.seal(codec.compression)?;
-            let len = self.at - start;
-            self.runs.push(RunAt {
-                partition,
-                start,
-                len,
-            });
+        }
+        self.runs.push(first);
+        for entries in &mut parts {
+            self.records += entries.len() as u64;
             entries.clear();
         }
         self.spills += 1;
         Ok(parts)
+    }
+
+    /// Writes one section, of partition `partition`: what `body` pushes,
+    /// ended by a block of its own (so that a reader of the section reads
+    /// no other's records).
+    fn section(
+        &mut self,
+        partition: usize,
+        compression: Compression,
+        body: impl FnOnce(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        let start = self.at;
+        self.marks.push(Vec::new());
+        body(self)?;
+        self.seal(compression)?;
+        self.sections.push(RunAt {
+            partition,
+            start,
+            len: self.at - start,
+        });
+        Ok(())
+    }
+
+    /// Appends `entries` sorted by key.
+    fn push_sorted<S>(&mut self, entries: &mut [(K, S)], codec: Codec<K, S>) -> Result<()>
+    where
+        K: Ord,
+    {
+        match codec.prefix {
+            Some(prefix) => self.push_by_prefix(entries, prefix, codec),
+            None => {
+                entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                entries.iter().try_for_each(|(k, s)| self.push(k, s, codec))
+            }
+        }
+    }
+
+    /// Appends the entries of every part in key order: each part sorted by
+    /// key, then merged on a heap of the parts' heads (a key is in one
+    /// part only).
+    fn push_merged<S>(&mut self, parts: &mut [Vec<(K, S)>], codec: Codec<K, S>) -> Result<()>
+    where
+        K: Ord,
+    {
+        for entries in parts.iter_mut() {
+            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        }
+        let mut next = vec![0usize; parts.len()];
+        let mut heads: BinaryHeap<Reverse<(&K, usize)>> = parts
+            .iter()
+            .enumerate()
+            .filter_map(|(p, entries)| entries.first().map(|(k, _)| Reverse((k, p))))
+            .collect();
+        while let Some(mut top) = heads.peek_mut() {
+            let p = top.0 .1;
+            let (k, s) = &parts[p][next[p]];
+            self.push(k, s, codec)?;
+            next[p] += 1;
+            match parts[p].get(next[p]) {
+                Some((k, _)) => top.0 .0 = k,
+                None => drop(PeekMut::pop(top)),
+            }
+        }
+        Ok(())
     }
 
     /// Appends `entries` in key order: (prefix, index) pairs sorted, keys
@@ -133,7 +214,7 @@ impl<K> Writer<K> {
     /// starts [`BLOCK`] bytes or more after the run's last mark, is marked.
     fn push<S>(&mut self, k: &K, s: &S, codec: Codec<K, S>) -> Result<()> {
         let start = self.buf.len();
-        let marks = self.marks.last_mut().expect("a run being written");
+        let marks = self.marks.last_mut().expect("a section being written");
         let mark = match codec.compression {
             Compression::Lz4 => start == 0,
             Compression::None => marks.last().is_none_or(|m| self.at - m.at >= BLOCK as u64),
@@ -208,15 +289,23 @@ impl<K> Writer<K> {
         let Writer {
             path,
             file,
+            layout,
+            sections,
             runs,
             marks,
+            records,
+            at,
             ..
         } = self;
         Ok(Spilled {
             path,
             file,
+            layout,
+            sections,
             runs,
             marks,
+            records,
+            bytes: at,
         })
     }
 
@@ -225,7 +314,7 @@ impl<K> Writer<K> {
         self.at
     }
 
-    /// Runs written.
+    /// Runs written: one per spill.
     pub(crate) fn runs(&self) -> usize {
         self.runs.len()
     }
