@@ -7,7 +7,7 @@ use anyhow::{anyhow, Context, Result};
 use clap::Args as ClapArgs;
 use ember::tune::Ingest;
 use ember::{Bytes, Stats};
-use ember_apps::stream::Found;
+use ember_apps::stream;
 use ember_apps::string_match::{self, KeysSpec, Matches, Targets, DEFAULT_TARGETS};
 
 use crate::common::{open_input, parse_size, RunArgs};
@@ -92,11 +92,15 @@ pub(crate) fn search(
         .with_context(|| format!("'{}'", file.display()))
 }
 
+/// Each target's line count and the offsets of its lines (the first
+/// `--show` of them, isolated).
+type TargetsFound = Vec<(u64, Vec<u64>)>;
+
 /// How many lines are each target word, and the offsets of the first
 /// `--show` of them, found by the streaming job `string-match-offsets` in
 /// worker processes (each adds its split's start in the file to the
 /// offsets it finds), with the run's options for reporting it.
-fn found_isolated(a: &Args, words: &[&str]) -> Result<(Vec<(u64, Vec<u64>)>, Stats, RunArgs)> {
+fn found_isolated(a: &Args, words: &[&str]) -> Result<(TargetsFound, Stats, RunArgs)> {
     // Each word once: the job counts a line once per target it equals.
     let mut unique: Vec<String> = words.iter().map(|w| w.to_string()).collect();
     unique.sort();
@@ -105,7 +109,7 @@ fn found_isolated(a: &Args, words: &[&str]) -> Result<(Vec<(u64, Vec<u64>)>, Sta
     args.extend(unique);
     let files = [a.file.clone()];
     let job = "string-match-offsets";
-    let iso = isolated::run::<Bytes, Found>(&a.run, &a.isolate, job, &args, &files)?;
+    let iso = isolated::run::<Bytes, stream::Found>(&a.run, &a.isolate, job, &args, &files)?;
     let found = words
         .iter()
         .map(|w| {
@@ -134,7 +138,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         let (matches, stats) = a
             .run
             .with_progress(|o| search(&rt, &a.file, a.run.ingest, &targets, o))?;
-        let matches: Vec<(u64, Vec<u64>)> = matches
+        let matches: TargetsFound = matches
             .into_iter()
             .map(|offsets| (offsets.len() as u64, offsets))
             .collect();
