@@ -326,6 +326,27 @@ pub(crate) fn nearest(p: &[i32], means: &[i32]) -> usize {
     best.1
 }
 
+/// The sums, per nearest mean, of the points in `data` (rows of `dims`
+/// little-endian `i32`s), for the non-empty clusters: one iteration's map
+/// over a split on its own. A worker process does not see the whole
+/// input's range, so the metric is chosen from the split's values and the
+/// means' (every difference it computes is between the two).
+pub(crate) fn split_sums(dims: usize, means: &[i32], data: &[u8]) -> Vec<(usize, ClusterSum)> {
+    let values = data
+        .chunks_exact(4)
+        .map(|b| i32::from_le_bytes(b.try_into().expect("4 bytes")));
+    let (lo, hi) = values
+        .chain(means.iter().copied())
+        .fold((i32::MAX, i32::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let metric = match lo <= hi {
+        true => Metric::for_data(dims, (lo, hi)),
+        false => Metric::Wide,
+    };
+    let mut acc = Accum::new(means.len() / dims, dims);
+    assign(metric, dims, means, data, &mut acc);
+    acc.clusters().collect()
+}
+
 /// One iteration as a MapReduce job.
 struct Step<'a> {
     dims: usize,
@@ -410,15 +431,15 @@ fn setup(points: &Matrix<'_>, params: Params) -> Result<Setup> {
 
 /// The new mean and size of each non-empty cluster, and what else a step
 /// reports.
-type StepResult<T> = Result<(Vec<(usize, (Vec<i32>, u64))>, T)>;
+type StepResult<T, E = Error> = std::result::Result<(Vec<(usize, (Vec<i32>, u64))>, T), E>;
 
 /// Lloyd's loop: `step(means)` assigns the points and computes the new
 /// means; `on_iteration` sees the progress and what the step reported.
-fn lloyd<T>(
+fn lloyd<T, E>(
     s: &Setup,
-    mut step: impl FnMut(&[i32]) -> StepResult<T>,
+    mut step: impl FnMut(&[i32]) -> StepResult<T, E>,
     mut on_iteration: impl FnMut(&Progress, T),
-) -> Result<Clustering> {
+) -> std::result::Result<Clustering, E> {
     let dims = s.dims;
     let mut means = s.initial.clone();
     let mut sizes = vec![0; s.params.clusters];
@@ -491,6 +512,39 @@ pub fn run(
         },
     )?;
     Ok((clustering, total))
+}
+
+/// Clusters the points as [`run`] does, with each iteration's cluster sums
+/// computed by `step` from the means (in worker processes, for `ember
+/// kmeans --isolate`): the non-empty clusters' sums, which must be those of
+/// every point's nearest mean. `on_iteration` is called after each one.
+pub fn run_stepped<E: From<Error>>(
+    points: &Matrix<'_>,
+    params: Params,
+    mut step: impl FnMut(&[i32]) -> std::result::Result<Vec<(usize, ClusterSum)>, E>,
+    mut on_iteration: impl FnMut(&Progress),
+) -> std::result::Result<Clustering, E> {
+    let s = setup(points, params)?;
+    lloyd(
+        &s,
+        |means| {
+            let mut clusters = Vec::new();
+            for (c, sum) in step(means)? {
+                if c >= params.clusters {
+                    return Err(Error::InvalidInput(format!(
+                        "an iteration's sums name cluster {c} of {}",
+                        params.clusters
+                    ))
+                    .into());
+                }
+                if sum.count > 0 {
+                    clusters.push((c, (sum.mean(), sum.count)));
+                }
+            }
+            Ok((clusters, ()))
+        },
+        |p, ()| on_iteration(p),
+    )
 }
 
 /// The plain sequential k-means: the correctness oracle and the benchmark

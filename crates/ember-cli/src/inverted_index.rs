@@ -124,6 +124,8 @@ fn build_isolated(a: &Args, paths: &[PathBuf]) -> Result<(Streamed, RunArgs)> {
         bail!("--lines: not with --isolate (numbering the lines of all the files is a pass of its own)");
     }
     let iso = isolated::run::<Bytes, DocNames>(&a.run, &a.isolate, "inverted-index", &[], paths)?;
+    // Standard input, the one document, is named by its shared memory.
+    let stdin = paths == [Path::new("-")];
     let ids: HashMap<&[u8], DocId> = paths
         .iter()
         .enumerate()
@@ -135,7 +137,8 @@ fn build_isolated(a: &Args, paths: &[PathBuf]) -> Result<(Streamed, RunArgs)> {
     for (word, names) in &iso.pairs {
         doc_ids.clear();
         for name in names.names() {
-            let id = ids.get(name.as_bytes()).ok_or_else(|| {
+            let id = ids.get(name.as_bytes()).or(stdin.then_some(&0));
+            let id = id.ok_or_else(|| {
                 let name = String::from_utf8_lossy(name.as_bytes());
                 anyhow!("the isolated run named an unknown document '{name}'")
             })?;

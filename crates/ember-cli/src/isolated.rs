@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use ember::isolate::{self, Report};
+use ember::isolate::{self, Report, SharedInput};
 use ember::stream::Text;
 use ember::Stats;
 
@@ -57,12 +57,37 @@ pub(crate) fn run<K: Text + Ord, V: Text>(
     args: &[String],
     files: &[PathBuf],
 ) -> Result<Isolated<K, V>> {
+    run_past_header(run, iso, job, args, files, 0)
+}
+
+/// As [`run`], over the bytes of each file after its first `header`
+/// bytes (an ember matrix file's values).
+pub(crate) fn run_past_header<K: Text + Ord, V: Text>(
+    run: &RunArgs,
+    iso: &IsolateArgs,
+    job: &str,
+    args: &[String],
+    files: &[PathBuf],
+    header: u64,
+) -> Result<Isolated<K, V>> {
     let mut out = Vec::new();
-    let (mut stats, run) = run_into(run, iso, job, args, files, &mut out)?;
+    let input = Files {
+        paths: files,
+        header,
+    };
+    let (mut stats, run) = run_into(run, iso, job, args, input, &mut out)?;
     let mut pairs = decode::<K, V>(&out)?;
     pairs.sort_by(|a, b| a.0.cmp(&b.0));
     stats.distinct_keys = pairs.len() as u64;
     Ok(Isolated { pairs, stats, run })
+}
+
+/// The input of an isolated run: files, each past its first `header`
+/// bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct Files<'a> {
+    pub(crate) paths: &'a [PathBuf],
+    pub(crate) header: u64,
 }
 
 /// Runs the registry's job as [`run`] does, but writes its reduce's output
@@ -73,22 +98,19 @@ pub(crate) fn run_into(
     iso: &IsolateArgs,
     job: &str,
     args: &[String],
-    files: &[PathBuf],
+    input: Files<'_>,
     out: &mut dyn Write,
 ) -> Result<(Stats, RunArgs)> {
     if let Some(option) = unsupported(run) {
         bail!("{option}: not with --isolate (a worker maps its split with the job's defaults)");
     }
-    if let Some(f) = files
-        .iter()
-        .find(|f| *f == Path::new("-") || hdfs::is_url(f))
-    {
-        bail!("--isolate: reads local files, not '{}'", f.display());
-    }
+    let (_stdin, files) = local(input.paths)?;
+    let files = &files[..];
     let opts = isolate::Options {
         workers: run.threads.unwrap_or(isolate::Options::default().workers),
         retries: iso.retries,
         split_size: run.split_size,
+        header: input.header,
     };
     // Worker processes are made: a signal kills and reaps them first.
     crate::output::watch()?;
@@ -100,7 +122,7 @@ pub(crate) fn run_into(
     stats.input_parts = files.len();
     for f in files {
         let meta = std::fs::metadata(f).with_context(|| format!("'{}'", f.display()))?;
-        stats.input_bytes += meta.len();
+        stats.input_bytes += meta.len().saturating_sub(input.header);
     }
     stats.splits = report.splits;
     stats.total_secs = started.elapsed().as_secs_f64();
@@ -112,6 +134,29 @@ pub(crate) fn run_into(
         ..run.clone()
     };
     Ok((stats, run))
+}
+
+/// `paths` with standard input (`-`) read once into shared memory, which
+/// the workers map as they map a file (the value holds it until the run
+/// ends); an HDFS URL is an error.
+fn local(paths: &[PathBuf]) -> Result<(Option<SharedInput>, Vec<PathBuf>)> {
+    if let Some(url) = paths.iter().find(|f| hdfs::is_url(f)) {
+        bail!(
+            "--isolate: reads local files and standard input, not '{}'",
+            url.display()
+        );
+    }
+    let stdin = |f: &PathBuf| f.as_path() == Path::new("-");
+    let shared = match paths.iter().any(stdin) {
+        true => Some(SharedInput::read("<stdin>", std::io::stdin().lock())?),
+        false => None,
+    };
+    let paths = paths.iter().map(|f| match (&shared, stdin(f)) {
+        (Some(shared), true) => shared.path().to_path_buf(),
+        _ => f.clone(),
+    });
+    let paths: Vec<PathBuf> = paths.collect();
+    Ok((shared, paths))
 }
 
 /// The first option of `run` set to what a worker process cannot do (it

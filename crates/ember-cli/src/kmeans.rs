@@ -3,12 +3,16 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use ember_apps::kmeans::{self, Clustering, Params};
-use ember_apps::matrix::MatrixSpec;
+use ember::Stats;
+use ember_apps::kmeans::{self, ClusterSum, Clustering, Params};
+use ember_apps::matrix::{Matrix, MatrixSpec, HEADER_BYTES};
 
 use crate::common::{summary_out, write_output, RunArgs};
+use crate::isolated::{self, IsolateArgs};
 use crate::numeric;
 use crate::progress::progress_while;
 
@@ -28,6 +32,8 @@ pub(crate) struct Args {
     verbose: bool,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    isolate: IsolateArgs,
 }
 
 /// The clustering parameters, shared with `ember bench kmeans`.
@@ -81,6 +87,11 @@ pub(crate) fn gen(a: GenArgs) -> Result<()> {
 pub(crate) fn run(a: Args) -> Result<()> {
     let input = numeric::open(&a.file)?;
     let points = numeric::matrix(&input)?;
+    if a.isolate.isolate {
+        let (c, stats, run) = clustered_isolated(&a, &points)?;
+        input.check_unchanged()?;
+        return finish(&a, &c, points.rows, &stats, &run);
+    }
     let rt = a.run.runtime()?;
     let run = |o: &ember::RunOptions| {
         kmeans::run(&rt, &points, a.params.params(), o, |p, s| {
@@ -100,14 +111,85 @@ pub(crate) fn run(a: Args) -> Result<()> {
     }?;
     // The runs read the matrix's map, not an input of theirs.
     input.check_unchanged()?;
-    write_output(a.output.as_deref(), |w| write_clusters(&c, w))?;
+    finish(&a, &c, points.rows, &stats, &a.run)
+}
+
+/// Writes the clusters and the summary, and reports the stats.
+fn finish(a: &Args, c: &Clustering, rows: usize, stats: &Stats, run: &RunArgs) -> Result<()> {
+    write_output(a.output.as_deref(), |w| write_clusters(c, w))?;
     summarize(
-        &c,
-        points.rows,
+        c,
+        rows,
         stats.total_secs,
         &mut summary_out(a.output.as_deref()),
     )?;
-    a.run.report(&stats)
+    run.report(stats)
+}
+
+/// `ember kmeans --isolate`: the parent runs Lloyd's loop, and each
+/// iteration's cluster sums come from the registry's `kmeans-rows` job
+/// mapped and reduced in worker processes, over the points file's values
+/// (past its header, read in place by every worker) with the means the
+/// parent writes to a temporary file.
+fn clustered_isolated(a: &Args, points: &Matrix<'_>) -> Result<(Clustering, Stats, RunArgs)> {
+    let dir = tempfile::Builder::new().prefix("ember-kmeans-").tempdir()?;
+    let means_file = dir.path().join("means");
+    let job_args = [
+        "--means".to_string(),
+        means_file
+            .to_str()
+            .context("the temporary directory's name is not UTF-8")?
+            .to_string(),
+    ];
+    let files = [a.file.clone()];
+    let (mut total, mut run) = (Stats::default(), a.run.clone());
+    let started = Instant::now();
+    let c = kmeans::run_stepped(
+        points,
+        a.params.params(),
+        |means| -> Result<Vec<(usize, ClusterSum)>> {
+            std::fs::write(&means_file, means_text(means, points.cols))
+                .with_context(|| format!("writing '{}'", means_file.display()))?;
+            let iso = isolated::run_past_header::<u32, ClusterSum>(
+                &a.run,
+                &a.isolate,
+                "kmeans-rows",
+                &job_args,
+                &files,
+                HEADER_BYTES as u64,
+            )?;
+            ember_apps::multijob::add_stats(&mut total, &iso.stats);
+            run = iso.run;
+            Ok(iso
+                .pairs
+                .into_iter()
+                .map(|(c, s)| (c as usize, s))
+                .collect())
+        },
+        |p| {
+            if a.verbose {
+                let secs = started.elapsed().as_secs_f64();
+                eprintln!(
+                    "iteration {:>4}: {:>4} means changed, {secs:.3} s",
+                    p.iteration, p.changed
+                );
+            }
+        },
+    )?;
+    total.total_secs = started.elapsed().as_secs_f64();
+    Ok((c, total, run))
+}
+
+/// The means as a means file of the `kmeans` streaming jobs: one line per
+/// cluster, its coordinates separated by commas.
+fn means_text(means: &[i32], dims: usize) -> Vec<u8> {
+    let mut text = Vec::new();
+    for mean in means.chunks_exact(dims) {
+        let coords: Vec<String> = mean.iter().map(i32::to_string).collect();
+        text.extend_from_slice(coords.join(",").as_bytes());
+        text.push(b'\n');
+    }
+    text
 }
 
 /// Writes one line per cluster: index, size, mean.

@@ -55,13 +55,18 @@ pub(crate) fn run(a: Args) -> Result<()> {
     }
 }
 
-/// `ember sort --isolate`: the streaming job `sort` in a worker process
-/// (its map reads the file whole: one split), whose reduce gives the
-/// records in key order, then written out.
+/// `ember sort --isolate`: the streaming job `sort` in worker processes,
+/// each map sorting a split of whole records and each reduce merging a
+/// key range, whose outputs give the records in key order, then written
+/// out.
 fn isolated(a: Args) -> Result<()> {
     let mut sorted = Vec::new();
     let files = [a.file.clone()];
-    let (stats, run) = isolated::run_into(&a.run, &a.isolate, "sort", &[], &files, &mut sorted)?;
+    let input = isolated::Files {
+        paths: &files,
+        header: 0,
+    };
+    let (stats, run) = isolated::run_into(&a.run, &a.isolate, "sort", &[], input, &mut sorted)?;
     let start = std::time::Instant::now();
     write_output(Some(&a.out), |w| Ok(w.write_all(&sorted)?))?;
     eprintln!(

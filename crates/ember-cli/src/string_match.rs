@@ -3,10 +3,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Args as ClapArgs;
 use ember::tune::Ingest;
 use ember::{Bytes, Stats};
+use ember_apps::stream;
 use ember_apps::string_match::{self, KeysSpec, Matches, Targets, DEFAULT_TARGETS};
 
 use crate::common::{open_input, parse_size, RunArgs};
@@ -91,31 +92,35 @@ pub(crate) fn search(
         .with_context(|| format!("'{}'", file.display()))
 }
 
-/// How many lines are each target word, counted by the streaming job
-/// `string-match` in worker processes, with the run's options for
-/// reporting it. A worker counts its split's lines: their byte offsets in
-/// the file are not asked for (`--show 0`).
-fn count_isolated(a: &Args, words: &[&str]) -> Result<(Vec<u64>, Stats, RunArgs)> {
-    if a.show > 0 {
-        bail!("--show: give --show 0 with --isolate (a worker counts the lines of its split, not their offsets)");
-    }
+/// Each target's line count and the offsets of its lines (the first
+/// `--show` of them, isolated).
+type TargetsFound = Vec<(u64, Vec<u64>)>;
+
+/// How many lines are each target word, and the offsets of the first
+/// `--show` of them, found by the streaming job `string-match-offsets` in
+/// worker processes (each adds its split's start in the file to the
+/// offsets it finds), with the run's options for reporting it.
+fn found_isolated(a: &Args, words: &[&str]) -> Result<(TargetsFound, Stats, RunArgs)> {
     // Each word once: the job counts a line once per target it equals.
-    let mut args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-    args.sort();
-    args.dedup();
+    let mut unique: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+    unique.sort();
+    unique.dedup();
+    let mut args = vec!["--show".to_string(), a.show.to_string()];
+    args.extend(unique);
     let files = [a.file.clone()];
-    let iso = isolated::run::<Bytes, u64>(&a.run, &a.isolate, "string-match", &args, &files)?;
-    let lines = words
+    let job = "string-match-offsets";
+    let iso = isolated::run::<Bytes, stream::Found>(&a.run, &a.isolate, job, &args, &files)?;
+    let found = words
         .iter()
         .map(|w| {
             let at = iso
                 .pairs
                 .binary_search_by(|(k, _)| k.as_bytes().cmp(w.as_bytes()));
-            at.map(|i| iso.pairs[i].1)
+            at.map(|i| (iso.pairs[i].1.lines, iso.pairs[i].1.first.clone()))
                 .map_err(|_| anyhow!("the isolated run did not count '{w}'"))
         })
         .collect::<Result<_>>()?;
-    Ok((lines, iso.stats, iso.run))
+    Ok((found, iso.stats, iso.run))
 }
 
 /// Runs `ember string-match`.
@@ -127,15 +132,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
     };
     let targets = Targets::new(&words)?;
     let (matches, stats, run) = if a.isolate.isolate {
-        let (lines, stats, run) = count_isolated(&a, &words)?;
-        let matches = lines.into_iter().map(|n| (n, Vec::new())).collect();
-        (matches, stats, run)
+        found_isolated(&a, &words)?
     } else {
         let rt = a.run.runtime()?;
         let (matches, stats) = a
             .run
             .with_progress(|o| search(&rt, &a.file, a.run.ingest, &targets, o))?;
-        let matches: Vec<(u64, Vec<u64>)> = matches
+        let matches: TargetsFound = matches
             .into_iter()
             .map(|offsets| (offsets.len() as u64, offsets))
             .collect();
@@ -146,7 +149,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         write!(out, "{word}\t{lines} lines")?;
         if !offsets.is_empty() && a.show > 0 {
             let first: Vec<String> = offsets.iter().take(a.show).map(u64::to_string).collect();
-            let more = if offsets.len() > a.show { ", ..." } else { "" };
+            let more = if *lines > a.show as u64 { ", ..." } else { "" };
             write!(out, "\tat byte {}{more}", first.join(", "))?;
         }
         writeln!(out)?;

@@ -80,7 +80,7 @@ fn binary_inputs(dir: &Path, kind: &str) -> Vec<PathBuf> {
         let path = dir.join(format!("{kind}-{seed}"));
         let gen: &[&str] = match kind {
             "bmp" => &["histogram", "--width", "61", "--height", "37"],
-            _ => &["sort", "--records", "700"],
+            _ => &["sort", "--records", "300"],
         };
         let seed = seed.to_string();
         let out = ember()
@@ -234,6 +234,43 @@ fn isolated_inverted_index_names_each_file() {
 }
 
 #[test]
+fn isolated_sort_maps_a_file_in_record_splits() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = binary_inputs(dir.path(), "sort").swap_remove(0);
+    let out = dir.path().join("sorted");
+    let run = |extra: &[&str]| {
+        let done = ember()
+            .arg("sort")
+            .arg(&records)
+            .arg("-o")
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+        assert!(done.status.success(), "{stderr}");
+        (std::fs::read(&out).unwrap(), stderr)
+    };
+    let (want, _) = run(&["-t", "1"]);
+    assert_eq!(want.len(), 30_000);
+    for workers in ["1", "2", "4"] {
+        let iso = [
+            "--isolate",
+            "-t",
+            workers,
+            "--split-size",
+            "4KiB",
+            "--stats",
+        ];
+        let (got, stderr) = run(&iso);
+        assert!(got == want, "{workers} workers: {stderr}");
+        // 30,000 bytes in splits of 4,000 (4 KiB down to whole records).
+        assert!(stderr.contains("splits 8,"), "{stderr}");
+        assert_no_orphans();
+    }
+}
+
+#[test]
 fn isolated_workers_report_their_stats() {
     let dir = tempfile::tempdir().unwrap();
     let (text, ..) = inputs(dir.path());
@@ -330,6 +367,16 @@ fn every_command_isolated_equals_threads() {
             std::slice::from_ref(&keys),
             &["cat", "DOG", "caf\u{e9}", "cat", "zebra", "--show", "0"],
         ),
+        with(
+            "string-match",
+            std::slice::from_ref(&keys),
+            &["cat", "DOG", "caf\u{e9}", "cat", "zebra", "the"],
+        ),
+        with(
+            "string-match",
+            std::slice::from_ref(&keys),
+            &["mat", "sat", "--show", "700"],
+        ),
     ];
     let shm_before = shm();
     for args in &cases {
@@ -359,6 +406,121 @@ fn every_command_isolated_equals_threads() {
     assert_eq!(shm(), shm_before);
 }
 
+/// `ember gen kmeans` points: `dims` coordinates each, so that a row is
+/// or is not a divisor of the 24-byte header.
+fn kmeans_points(dir: &Path, points: u32, dims: u32) -> PathBuf {
+    let path = dir.join(format!("points-{dims}.mat"));
+    let (points, dims) = (points.to_string(), dims.to_string());
+    let gen = ember()
+        .args(["gen", "kmeans", "--points", &points, "--dims", &dims])
+        .args(["--max", "500", "--seed", "5", "-o"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    path
+}
+
+/// Every line of `text` cut before its first ` in ` (the k-means summary
+/// ends with its time).
+fn cut_times(text: &[u8]) -> String {
+    let text = String::from_utf8_lossy(text);
+    let lines = text.lines().map(|l| l.split(" in ").next().unwrap_or(l));
+    lines.collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn isolated_kmeans_equals_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("clusters");
+    let cases = [
+        (
+            kmeans_points(dir.path(), 3000, 3),
+            "20",
+            "8",
+            ["4KiB", "16KiB"],
+        ),
+        (kmeans_points(dir.path(), 500, 5), "7", "3", ["100", "1KiB"]),
+    ];
+    let shm_before = shm();
+    for (points, k, iterations, splits) in &cases {
+        let run = |extra: &[&str]| {
+            let _ = std::fs::remove_file(&out);
+            let done = ember()
+                .arg("kmeans")
+                .arg(points)
+                .args(["-k", *k, "--max-iter", *iterations, "-o"])
+                .arg(&out)
+                .args(extra)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&done.stderr);
+            assert!(done.status.success(), "{extra:?}: {stderr}");
+            let file = std::fs::read(&out).unwrap();
+            (file, cut_times(&done.stdout), cut_times(&done.stderr))
+        };
+        let want = run(&["-t", "1"]);
+        assert!(
+            want.0.len() > 40 && want.1.contains("k-means: "),
+            "{want:?}"
+        );
+        for workers in ["1", "2", "4"] {
+            for split in splits {
+                let got = run(&["--isolate", "-t", workers, "--split-size", *split]);
+                assert!(
+                    got == want,
+                    "{points:?} isolated, {workers} workers, splits of {split}:\n{got:?}\n{want:?}"
+                );
+                assert_eq!(workers_on(dir.path()), Vec::<String>::new());
+                assert_no_orphans();
+            }
+        }
+    }
+    assert_eq!(shm(), shm_before);
+}
+
+#[test]
+fn isolated_standard_input_equals_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, keys, ..) = inputs(dir.path());
+    let cases = [
+        (&text[0], os(&["wordcount", "-", "-o", "-"])),
+        (&text[0], os(&["inverted-index", "-", "-o", "-"])),
+        (&keys, os(&["string-match", "-", "cat", "DOG", "zebra"])),
+    ];
+    let shm_before = shm();
+    for (stdin, args) in &cases {
+        let run = |extra: &[&str]| {
+            let out = ember()
+                .args(args)
+                .args(extra)
+                .stdin(std::fs::File::open(stdin).unwrap())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{args:?} {extra:?}: {stderr}");
+            (untimed(&out.stdout), untimed(&out.stderr))
+        };
+        let want = run(&["-t", "1"]);
+        assert!(want.0.len() >= 40, "{args:?}: {want:?}");
+        for workers in ["1", "2", "4"] {
+            let got = run(&["--isolate", "-t", workers, "--split-size", "4KiB"]);
+            assert!(
+                got == want,
+                "{args:?} isolated, {workers} workers:\n{}\n{}",
+                String::from_utf8_lossy(&[&got.0[..], &got.1].concat()),
+                String::from_utf8_lossy(&[&want.0[..], &want.1].concat()),
+            );
+            assert_no_orphans();
+        }
+    }
+    assert_eq!(shm(), shm_before);
+}
+
 #[test]
 fn options_an_isolated_run_cannot_honour_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -374,9 +536,15 @@ fn options_an_isolated_run_cannot_honour_are_one_line_errors() {
             &["wordcount", a, "--isolate", "--stats-json", "s.json"],
             "--stats-json",
         ),
-        (&["wordcount", "-", "--isolate"], "not '-'"),
+        (
+            &["wordcount", "hdfs://localhost:9/x", "--isolate"],
+            "not 'hdfs://localhost:9/x'",
+        ),
         (&["inverted-index", a, "--isolate", "--lines"], "--lines"),
-        (&["string-match", k, "--isolate"], "--show"),
+        (
+            &["string-match", k, "--isolate", "--mode", "pipelined"],
+            "--mode",
+        ),
         (&["linear-regression", b, "--isolate"], "odd length"),
     ];
     for (args, want) in cases {

@@ -224,7 +224,8 @@ fn bad_input_and_arguments_are_one_line_errors() {
             &["map", "sorting"],
             b"",
             "unknown job 'sorting' (known: histogram, inverted-index, kmeans, \
-             linear-regression, linear-regression-bytes, sort, string-match, wordcount)",
+             kmeans-rows, linear-regression, linear-regression-bytes, sort, string-match, \
+             string-match-offsets, wordcount)",
         ),
         (
             &["map", "wordcount", "--doc", "x"],

@@ -233,6 +233,7 @@ fn run(
         workers,
         retries,
         split_size,
+        header: 0,
     };
     let mut out = Vec::new();
     let args = strings(&job[1..]);

@@ -15,13 +15,19 @@
 //!   [`crate::kmeans`] (the floor of each coordinate's mean), which the next
 //!   round reads as its `--means`. The rounds have converged when a round's
 //!   output equals its means file.
+//!
+//! [`Rows`] (`kmeans-rows`) is the same iteration over binary points, the
+//! values of an ember matrix file (rows of little-endian `i32`s, without
+//! the file's header), whose output is each non-empty cluster's
+//! `cluster<TAB>count:sum,sum,...`: what `ember kmeans --isolate` runs in
+//! its worker processes at each iteration, the means from the parent.
 
 use ember::stream::Text;
-use ember::{Emit, Job, KeyHint, MapResult, Records, Split};
+use ember::{Emit, Job, KeyHint, Malformed, MapResult, Records, Split};
 
 use super::map_lines;
 
-use crate::kmeans::{nearest, AddClusters, ClusterSum};
+use crate::kmeans::{nearest, split_sums, AddClusters, ClusterSum};
 
 /// One iteration of k-means over points given as text lines.
 #[derive(Debug, Clone)]
@@ -207,6 +213,58 @@ impl Job for Round {
             0 => Vec::new(),
             _ => sum.mean(),
         }
+    }
+}
+
+/// One iteration of k-means over binary points (the module's notes): the
+/// cluster sums, which the caller turns into means.
+#[derive(Debug, Clone)]
+pub struct Rows(Round);
+
+impl Rows {
+    /// From `--means FILE`, as [`Round`].
+    pub(super) fn from_args(args: &[String]) -> Result<Self, String> {
+        Round::from_args(args).map(Rows)
+    }
+}
+
+impl Job for Rows {
+    type Key = u32;
+    type Value = ClusterSum;
+    type Combiner = AddClusters;
+    type Out = ClusterSum;
+
+    /// A point is a row of `dims` 4-byte coordinates.
+    fn records(&self) -> Records {
+        Records::Fixed(4 * self.0.dims)
+    }
+
+    fn keys(&self) -> KeyHint {
+        KeyHint::Dense(self.0.clusters())
+    }
+
+    /// Sums the split's points per nearest mean; emits the non-empty
+    /// clusters.
+    fn map<E: Emit<u32, ClusterSum>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
+        let row = 4 * self.0.dims;
+        let whole = split.data.len() - split.data.len() % row;
+        if whole < split.data.len() {
+            return Err(Malformed::new(
+                whole,
+                format!(
+                    "a partial point of {} bytes (a point is {row})",
+                    split.data.len() - whole
+                ),
+            ));
+        }
+        for (c, sum) in split_sums(self.0.dims, &self.0.means, split.data) {
+            emit.emit(c as u32, sum);
+        }
+        Ok(())
+    }
+
+    fn reduce(&self, _cluster: &u32, sum: ClusterSum) -> ClusterSum {
+        sum
     }
 }
 

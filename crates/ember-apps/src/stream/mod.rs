@@ -11,8 +11,14 @@
 //! - `string-match [WORD...]`: `word<TAB>lines`, how many lines of the
 //!   keys file are each target word (default: the words `ember gen
 //!   string-match` plants).
+//! - `string-match-offsets --show N [WORD...]`: `word<TAB>lines:offset,...`,
+//!   the count and the byte offsets in the file of the first N lines that
+//!   are each target word (a map task adds `mapreduce_map_input_start`).
 //! - `kmeans --means FILE`: one k-means iteration over points given as
 //!   text lines, `cluster<TAB>x,y,...` (see [`kmeans`]).
+//! - `kmeans-rows --means FILE`: one k-means iteration's cluster sums,
+//!   `cluster<TAB>count:sum,sum,...`, over binary points (an ember matrix
+//!   file's rows, its header skipped: what `ember kmeans --isolate` runs).
 //! - `linear-regression`: points as text lines `x y`; one
 //!   `sums<TAB>n,sx,sy,sxx,syy,sxy` line per map process; reduce writes
 //!   the sums and the fit as `key<TAB>value` lines (see
@@ -43,10 +49,10 @@ mod string_match;
 
 pub use histogram::{ChannelValue, Images};
 pub use inverted_index::{DocNames, DocumentWords, InDocument};
-pub use kmeans::Round;
+pub use kmeans::{Round, Rows};
 pub use linear_regression::{Regression, TextPoints};
 pub use sort::{Hex, SortRecords};
-pub use string_match::TargetLines;
+pub use string_match::{FirstOffsets, Found, TargetLines, TargetOffsets};
 
 use ember::stream::{Folding, Registry, StreamJob};
 use ember::{Error, Input, Malformed, MapResult};
@@ -57,6 +63,9 @@ use crate::wordcount::WordCount;
 /// The environment variable Hadoop Streaming names a map task's input
 /// file in.
 pub const HADOOP_INPUT_FILE: &str = "mapreduce_map_input_file";
+/// The environment variable Hadoop Streaming gives a map task's split's
+/// start in its file in.
+pub const HADOOP_INPUT_START: &str = "mapreduce_map_input_start";
 
 /// The built-in jobs, by name.
 pub fn registry() -> Registry {
@@ -80,9 +89,19 @@ pub fn registry() -> Registry {
         |args| Ok(Box::new(Folding(TargetLines::from_args(args)?)) as Box<dyn StreamJob>),
     );
     registry.register(
+        "string-match-offsets",
+        "word<TAB>lines:offset,...: the count and the first N lines' byte offsets (args: --show N, the words)",
+        |args| Ok(Box::new(Folding(TargetOffsets::from_args(args)?)) as Box<dyn StreamJob>),
+    );
+    registry.register(
         "kmeans",
         "cluster<TAB>x,y,...: one k-means iteration over text points (map and reduce take --means FILE)",
         |args| Ok(Box::new(Folding(Round::from_args(args)?)) as Box<dyn StreamJob>),
+    );
+    registry.register(
+        "kmeans-rows",
+        "cluster<TAB>count:sum,...: one k-means iteration's sums over binary points (rows of i32; --means FILE)",
+        |args| Ok(Box::new(Folding(Rows::from_args(args)?)) as Box<dyn StreamJob>),
     );
     registry.register(
         "linear-regression",
@@ -181,7 +200,8 @@ mod tests {
         assert!(
             e.contains(
                 "unknown job 'sorting' (known: histogram, inverted-index, kmeans, \
-                 linear-regression, linear-regression-bytes, sort, string-match, wordcount)"
+                 kmeans-rows, linear-regression, linear-regression-bytes, sort, string-match, \
+                 string-match-offsets, wordcount)"
             ),
             "{e}"
         );

@@ -4,7 +4,9 @@
 //!
 //! - **Map** reads a block of whole records from standard input
 //!   ([`MapInput::Whole`]: [`crate::sort::sort_order`] samples and sorts
-//!   it on all threads) and writes one line per record, in key order: the
+//!   it on all threads; an isolated run cuts a file into blocks at
+//!   multiples of the record, [`Records::Fixed`]) and writes one line per
+//!   record, in key order: the
 //!   10-byte key as 20 lower-case hex digits, a tab, the other 90 bytes as
 //!   180 hex digits.
 //! - **Reduce** reads the lines sorted by key and writes each record's 100
@@ -19,7 +21,7 @@
 use std::io::{BufRead, Write};
 
 use ember::stream::{read_lines, KeyOrder, MapInput, StreamJob, Text};
-use ember::{Error, Input, Result, RunOptions, Runtime, Stats};
+use ember::{Error, Input, Records, Result, RunOptions, Runtime, Stats};
 
 use super::whole;
 use crate::sort::{sort_order, KEY_LEN, RECORD_LEN};
@@ -96,6 +98,12 @@ pub struct SortRecords;
 impl StreamJob for SortRecords {
     fn map_input(&self) -> MapInput {
         MapInput::Whole
+    }
+
+    /// Any block of whole records sorts: an isolated run maps a file in
+    /// several.
+    fn records(&self) -> Records {
+        Records::Fixed(RECORD_LEN)
     }
 
     fn map(

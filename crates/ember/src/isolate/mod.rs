@@ -43,6 +43,7 @@
 mod merge;
 mod partition;
 mod registered;
+mod shared;
 mod spawn;
 mod splits;
 mod supervise;
@@ -53,6 +54,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 pub use crate::runtime::Isolation;
+pub use shared::SharedInput;
 pub use spawn::{kill_workers, wait_exited};
 pub use worker::{worker_hook, ATTEMPT_ENV};
 
@@ -69,6 +71,10 @@ pub struct Options {
     /// Target split size in bytes (default: the input over four splits a
     /// worker, between 1 MiB and 64 MiB).
     pub split_size: Option<u64>,
+    /// Bytes at the start of every file that are not input (a header,
+    /// such as an ember matrix file's): no split holds them, and a job of
+    /// fixed-size records counts its records from there (default 0).
+    pub header: u64,
 }
 
 impl Default for Options {
@@ -77,6 +83,7 @@ impl Default for Options {
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             retries: 1,
             split_size: None,
+            header: 0,
         }
     }
 }

@@ -57,6 +57,7 @@ impl Runtime {
                     workers: self.threads(),
                     retries: self.worker_retries(),
                     split_size: self.default_split_size().map(|s| s as u64),
+                    header: 0,
                 };
                 run(registry, name, args, files, &opts, out).map(Some)
             }

@@ -31,11 +31,14 @@ pub(super) enum Boundary {
 }
 
 impl Boundary {
-    /// The boundary of `job`'s input: its map input whole, or its records.
+    /// The boundary of `job`'s input: its fixed-size records (a job whose
+    /// map reads its input whole then reads a block of whole records),
+    /// else a whole file for a job whose map reads it whole, else a line.
     pub(super) fn of(job: &dyn StreamJob) -> Boundary {
         match (job.map_input(), job.records()) {
-            (MapInput::Whole, _) | (_, Records::Whole) => Boundary::File,
+            (_, Records::Whole) => Boundary::File,
             (_, Records::Fixed(size)) => Boundary::Multiple(size.max(1) as u64),
+            (MapInput::Whole, _) => Boundary::File,
             _ => Boundary::Line,
         }
     }
@@ -65,7 +68,10 @@ pub(super) fn cut(files: &[PathBuf], opts: &Options, boundary: Boundary) -> Resu
         }
         sized.push((path, file, meta.len()));
     }
-    let total: u64 = sized.iter().map(|(_, _, len)| len).sum();
+    let total: u64 = sized
+        .iter()
+        .map(|(_, _, len)| len.saturating_sub(opts.header))
+        .sum();
     let size = match boundary {
         Boundary::File => Some(u64::MAX),
         _ => opts.split_size,
@@ -78,12 +84,13 @@ pub(super) fn cut(files: &[PathBuf], opts: &Options, boundary: Boundary) -> Resu
     }
     let mut splits = Vec::new();
     for (path, file, len) in sized {
-        let mut start = 0;
+        let mut start = opts.header;
         while start < len {
             let end = match (start.saturating_add(size), boundary) {
                 (target, _) if target >= len => len,
                 (target, Boundary::Multiple(record)) => {
-                    (target - target % record).max(start + record).min(len)
+                    let whole = target - (target - opts.header) % record;
+                    whole.max(start + record).min(len)
                 }
                 (target, _) => line_end(path, &file, target - 1, len)?,
             };
@@ -163,6 +170,31 @@ mod tests {
                 at = s.end;
             }
             assert_eq!(at, 23);
+        }
+    }
+
+    #[test]
+    fn records_count_from_the_end_of_a_header_that_no_split_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        std::fs::write(&a, [0u8; 24 + 5 * 20]).unwrap();
+        let short = dir.path().join("short");
+        std::fs::write(&short, [0u8; 10]).unwrap();
+        for size in 1..130 {
+            let opts = Options {
+                split_size: Some(size),
+                header: 24,
+                ..Options::default()
+            };
+            let files = [a.clone(), short.clone()];
+            let splits = cut(&files, &opts, Boundary::Multiple(20)).unwrap();
+            let mut at = 24;
+            for s in &splits {
+                assert_eq!((&s.path, s.start), (&a, at), "size {size}");
+                assert!(s.end > s.start && (s.end - 24) % 20 == 0, "size {size}");
+                at = s.end;
+            }
+            assert_eq!(at, 124);
         }
     }
 

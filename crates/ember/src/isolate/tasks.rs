@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 use std::os::fd::RawFd;
 
+use super::shared;
 use super::spawn::Spec;
 use super::splits::Split;
 use super::supervise::Assignment;
@@ -30,7 +31,9 @@ impl Assignment for Split {
                     (self.end - self.start).to_string().into(),
                 ),
             ],
-            inherit: Vec::new(),
+            // A file named by a descriptor of this process (in-memory
+            // input) opens in the worker by the same name.
+            inherit: shared::descriptor(&self.path).into_iter().collect(),
         }
     }
 

@@ -89,8 +89,9 @@ pub trait StreamJob: Send + Sync {
     /// ([`crate::isolate::run`]) where a split of a file may end:
     /// [`Records::Fixed`] at a multiple of the record size, anything else
     /// after a newline (the default, [`Records::Lines`]). A job whose map
-    /// takes its input whole ([`MapInput::Whole`]) gets each file as one
-    /// split whatever this says.
+    /// takes its input whole ([`MapInput::Whole`]) gets a block of whole
+    /// records if they are [`Records::Fixed`], else each file as one
+    /// split.
     fn records(&self) -> Records {
         Records::Lines
     }
