@@ -14,6 +14,7 @@ use ember_apps::matrix::{Matrix, MatrixSpec, HEADER_BYTES};
 use crate::common::{summary_out, write_output, RunArgs};
 use crate::isolated::{self, IsolateArgs};
 use crate::numeric;
+use crate::output;
 use crate::progress::progress_while;
 
 /// `ember kmeans`.
@@ -132,13 +133,13 @@ fn finish(a: &Args, c: &Clustering, rows: usize, stats: &Stats, run: &RunArgs) -
 /// (past its header, read in place by every worker) with the means the
 /// parent writes to a temporary file.
 fn clustered_isolated(a: &Args, points: &Matrix<'_>) -> Result<(Clustering, Stats, RunArgs)> {
-    let dir = tempfile::Builder::new().prefix("ember-kmeans-").tempdir()?;
-    let means_file = dir.path().join("means");
+    let scratch = output::Scratch::new("ember-kmeans-means.")?;
+    let means_file = scratch.path();
     let job_args = [
         "--means".to_string(),
         means_file
             .to_str()
-            .context("the temporary directory's name is not UTF-8")?
+            .context("the temporary file's name is not UTF-8")?
             .to_string(),
     ];
     let files = [a.file.clone()];
@@ -148,7 +149,7 @@ fn clustered_isolated(a: &Args, points: &Matrix<'_>) -> Result<(Clustering, Stat
         points,
         a.params.params(),
         |means| -> Result<Vec<(usize, ClusterSum)>> {
-            std::fs::write(&means_file, means_text(means, points.cols))
+            std::fs::write(means_file, means_text(means, points.cols))
                 .with_context(|| format!("writing '{}'", means_file.display()))?;
             let iso = isolated::run_past_header::<u32, ClusterSum>(
                 &a.run,

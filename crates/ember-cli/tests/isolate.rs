@@ -605,3 +605,43 @@ fn a_killed_worker_fails_the_command_with_one_line_and_leaves_nothing() {
     assert_eq!(shm(), shm_before);
     assert_eq!(support::names(dir.path()), names_before);
 }
+
+/// The means file `kmeans --isolate` hands its workers is removed when
+/// the run ends, and when Ctrl-C ends it.
+#[test]
+fn isolated_kmeans_leaves_no_means_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let points = kmeans_points(dir.path(), 20_000, 3);
+    let kmeans = |iterations: &str| {
+        let mut cmd = ember();
+        cmd.arg("kmeans")
+            .arg(&points)
+            .args(["-k", "50", "--max-iter", iterations, "--isolate", "-o", "-"])
+            .env("TMPDIR", tmp.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        cmd
+    };
+    let done = kmeans("2").output().unwrap();
+    assert!(done.status.success(), "{done:?}");
+    assert_eq!(support::names(tmp.path()), Vec::<String>::new());
+
+    let mut child = kmeans("100000").spawn().unwrap();
+    let start = std::time::Instant::now();
+    while support::names(tmp.path()).is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended before its means file"
+        );
+        assert!(start.elapsed().as_secs() < 60, "no means file");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // SAFETY: `kill` only sends a signal to the child we started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "ember: interrupted\n");
+    assert_eq!(support::names(tmp.path()), Vec::<String>::new());
+    assert_no_orphans();
+}
