@@ -95,6 +95,20 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The tests' codec, compressed with LZ4 or not, and with a sort
+    /// prefix that ties on purpose (keys differing in the low bits only)
+    /// or none.
+    fn test_codec(lz4: bool, prefix: bool) -> Codec<u32, u64> {
+        let mut codec = Codec::<u32, u64>::new();
+        if lz4 {
+            codec = codec.compression(Compression::Lz4);
+        }
+        if prefix {
+            codec = codec.prefix(|k| u64::from(k / 8));
+        }
+        codec
+    }
+
     proptest! {
         #[test]
         fn spilled_runs_merge_to_the_sums(
@@ -107,14 +121,7 @@ mod tests {
         ) {
             let dir = tempfile::tempdir().unwrap();
             let spill_dir = SpillDir::under(dir.path().to_path_buf());
-            let mut codec = Codec::<u32, u64>::new();
-            if lz4 {
-                codec = codec.compression(Compression::Lz4);
-            }
-            if prefix {
-                // Ties on purpose: keys differing in the low bits only.
-                codec = codec.prefix(|k| u64::from(k / 8));
-            }
+            let codec = test_codec(lz4, prefix);
             let mut w = Writer::create(&spill_dir, 0, Layout::ByPartition).unwrap();
             let mut want = std::collections::BTreeMap::new();
             for pairs in spills.iter().chain([&memory]) {
@@ -197,13 +204,7 @@ mod tests {
         ) {
             let dir = tempfile::tempdir().unwrap();
             let spill_dir = SpillDir::under(dir.path().to_path_buf());
-            let mut codec = Codec::<u32, u64>::new();
-            if lz4 {
-                codec = codec.compression(Compression::Lz4);
-            }
-            if prefix {
-                codec = codec.prefix(|k| u64::from(k / 8));
-            }
+            let codec = test_codec(lz4, prefix);
             let runs = runs_of_keys(&lens, keys, seed);
             let mut want = std::collections::BTreeMap::new();
             for &(k, v) in runs.iter().flatten() {
