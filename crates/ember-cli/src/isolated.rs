@@ -111,6 +111,8 @@ pub(crate) fn run_into(
         retries: iso.retries,
         split_size: run.split_size,
         header: input.header,
+        memory_limit: run.memory_limit,
+        spill_dir: run.spill_dir.clone(),
     };
     // Worker processes are made: a signal kills and reaps them first.
     crate::output::watch()?;
@@ -160,8 +162,9 @@ fn local(paths: &[PathBuf]) -> Result<(Option<SharedInput>, Vec<PathBuf>)> {
 }
 
 /// The first option of `run` set to what a worker process cannot do (it
-/// maps with the job's default container, reading, mode and memory, and
-/// writes no stats file or trace).
+/// maps with the job's default container, reading and mode, and writes no
+/// stats file or trace). The memory limit and spill directory are the
+/// channels' ([`isolate::Options::memory_limit`]).
 fn unsupported(run: &RunArgs) -> Option<&'static str> {
     let set = [
         (
@@ -177,8 +180,6 @@ fn unsupported(run: &RunArgs) -> Option<&'static str> {
         (run.mode != ember::tune::Mode::default(), "--mode"),
         (run.buffer_size.is_some(), "--buffer-size"),
         (run.max_buffered.is_some(), "--max-buffered"),
-        (run.memory_limit.is_some(), "--memory-limit"),
-        (run.spill_dir.is_some(), "--spill-dir"),
         (run.stats_json.is_some(), "--stats-json"),
         (run.trace.is_some(), "--trace"),
     ];
@@ -212,13 +213,15 @@ fn decode<K: Text, V: Text>(lines: &[u8]) -> Result<Vec<(K, V)>> {
 /// page faults.
 pub(crate) fn print_report(report: &Report) {
     eprintln!(
-        "splits {}, key ranges {}, worker processes {}, retries {}, page faults {} minor, {} major",
+        "splits {}, key ranges {}, worker processes {}, retries {}, page faults {} minor, {} major, channels on disk {} of {}",
         report.splits,
         report.partitions,
         report.workers.len(),
         report.retries(),
         report.minor_faults(),
-        report.major_faults()
+        report.major_faults(),
+        report.disk_channels,
+        report.splits + report.partitions
     );
     for w in &report.workers {
         let death = w.death.map_or_else(|| "ok".to_string(), |d| d.to_string());

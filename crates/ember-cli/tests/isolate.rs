@@ -304,6 +304,36 @@ fn isolated_workers_report_their_stats() {
     );
 }
 
+#[test]
+fn isolated_channels_past_the_memory_limit_go_to_the_spill_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, ..) = inputs(dir.path());
+    let spill = tempfile::tempdir().unwrap();
+    let wordcount = |extra: &[&str]| {
+        let out = ember()
+            .args(["wordcount", "--split-size", "4KiB", "-o", "-"])
+            .args(extra)
+            .args(&text)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{extra:?}: {stderr}");
+        (out.stdout, stderr)
+    };
+    let (want, _) = wordcount(&["-t", "2"]);
+    assert!(want.len() > 20);
+    let spill_dir = spill.path().to_str().unwrap();
+    for (limit, disk) in [("1", true), ("1GiB", false)] {
+        let iso = ["--isolate", "-t", "2", "--stats", "--memory-limit", limit];
+        let (got, stderr) = wordcount(&[&iso[..], &["--spill-dir", spill_dir]].concat());
+        assert_eq!(got, want, "--memory-limit {limit}");
+        let on_disk = stderr.split("channels on disk ").nth(1).unwrap_or("");
+        assert_eq!(!on_disk.starts_with("0 of"), disk, "{limit}: {stderr}");
+        assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 0);
+    }
+    assert_no_orphans();
+}
+
 /// `ember ARGS`: its standard output and error, with each summary line
 /// (`# ... in 0.012 s`) cut before its first ` in `, where the times
 /// start, or a panic with its standard error.

@@ -263,6 +263,12 @@ impl Runtime {
         self.split_size
     }
 
+    /// The runtime's memory limit and spill directory, where it was given
+    /// them.
+    pub(crate) fn memory_settings(&self) -> (Option<u64>, Option<&PathBuf>) {
+        (self.memory_limit, self.spill_dir.as_ref())
+    }
+
     /// An error unless this runtime maps on its threads: a [`Job`] value
     /// cannot run in worker processes.
     fn in_threads(&self) -> Result<()> {

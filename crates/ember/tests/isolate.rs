@@ -150,10 +150,14 @@ fn main() {
         let _ = run(&["faulty", "hang", "a.txt"], &files, 2, Some(4 << 10), 1);
         return;
     }
-    let tests: [(&str, fn()); 10] = [
+    let tests: [(&str, fn()); 11] = [
         (
             "isolated_output_is_the_plain_output",
             isolated_output_is_the_plain_output,
+        ),
+        (
+            "channels_past_the_memory_limit_are_kept_on_disk",
+            channels_past_the_memory_limit_are_kept_on_disk,
         ),
         ("a_transient_crash_is_retried", a_transient_crash_is_retried),
         (
@@ -233,11 +237,16 @@ fn run(
         workers,
         retries,
         split_size,
-        header: 0,
+        ..Options::default()
     };
+    run_with(job, files, &opts)
+}
+
+/// [`run`] with every option given.
+fn run_with(job: &[&str], files: &[PathBuf], opts: &Options) -> ember::Result<(String, Report)> {
     let mut out = Vec::new();
     let args = strings(&job[1..]);
-    let report = isolate::run(&registry(), job[0], &args, files, &opts, &mut out)?;
+    let report = isolate::run(&registry(), job[0], &args, files, opts, &mut out)?;
     Ok((String::from_utf8(out).unwrap(), report))
 }
 
@@ -256,12 +265,22 @@ fn plain(files: &[PathBuf], threads: usize) -> String {
 }
 
 /// What a run could leave behind: this process's children (running or
-/// not reaped), its channel descriptors, the files in /dev/shm.
+/// not reaped), its channel descriptors (shared memory, or unnamed files
+/// in a temporary directory), the files in /dev/shm.
 #[derive(Debug, PartialEq)]
 struct Leftovers {
     children: Vec<u32>,
     channels: usize,
     shm: Vec<PathBuf>,
+}
+
+/// Whether a descriptor's target is a channel: a memfd, or a file left
+/// open in the temporary directory after it was deleted (an unnamed
+/// file's target reads `DIR/#INODE (deleted)`).
+fn is_channel(target: &Path) -> bool {
+    let text = target.to_string_lossy();
+    let deleted_temp = target.starts_with(std::env::temp_dir()) && text.ends_with("(deleted)");
+    text.contains("memfd:ember-channel") || deleted_temp
 }
 
 fn leftovers() -> Leftovers {
@@ -273,7 +292,7 @@ fn leftovers() -> Leftovers {
     let channels = std::fs::read_dir("/proc/self/fd")
         .unwrap()
         .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .filter(|target| target.to_string_lossy().contains("memfd:ember-channel"))
+        .filter(|target| is_channel(target))
         .count();
     let mut shm: Vec<PathBuf> = std::fs::read_dir("/dev/shm")
         .map(|d| d.filter_map(|e| Some(e.ok()?.path())).collect())
@@ -349,6 +368,39 @@ fn isolated_output_is_the_plain_output() {
                 .all(|w| w.death.is_none() && w.peak_rss_kib > 0));
         }
     }
+}
+
+fn channels_past_the_memory_limit_are_kept_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    let spill = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let want = plain(&files, 2);
+    for (limit, disk) in [(1, true), (1 << 40, false)] {
+        let opts = Options {
+            workers: 2,
+            split_size: Some(4 << 10),
+            memory_limit: Some(limit),
+            spill_dir: Some(spill.path().to_path_buf()),
+            ..Options::default()
+        };
+        let (got, report) = clean(|| run_with(&["words"], &files, &opts)).unwrap();
+        assert_eq!(got, want, "a limit of {limit} bytes");
+        let channels = report.splits + report.partitions;
+        match disk {
+            // The first workers start with nothing held, in memory.
+            true => assert!((1..channels).contains(&report.disk_channels), "{report:?}"),
+            false => assert_eq!(report.disk_channels, 0, "{report:?}"),
+        }
+        let named = std::fs::read_dir(spill.path()).unwrap().count();
+        assert_eq!(named, 0, "the channels' files are unnamed");
+    }
+    let missing = Options {
+        spill_dir: Some(dir.path().join("missing")),
+        ..Options::default()
+    };
+    let e = run_with(&["words"], &files, &missing).unwrap_err();
+    assert!(matches!(e, Error::Spill { .. }), "{e}");
+    assert!(e.to_string().contains("missing"), "{e}");
 }
 
 fn a_transient_crash_is_retried() {

@@ -75,6 +75,15 @@ pub struct Options {
     /// such as an ember matrix file's): no split holds them, and a job of
     /// fixed-size records counts its records from there (default 0).
     pub header: u64,
+    /// The memory the workers' channels may hold, in bytes (default: the
+    /// machine's, [`crate::tune::default_memory_limit`]): a worker started while
+    /// the channels held reach it writes to a file in
+    /// [`Options::spill_dir`] instead of shared memory.
+    pub memory_limit: Option<u64>,
+    /// Where channels past the memory limit go (default: the system's
+    /// temporary directory). They are unnamed files, freed when the run
+    /// ends however it ends.
+    pub spill_dir: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -84,7 +93,27 @@ impl Default for Options {
             retries: 1,
             split_size: None,
             header: 0,
+            memory_limit: None,
+            spill_dir: None,
         }
+    }
+}
+
+impl Options {
+    /// Where the run keeps its channels; an error if the spill directory
+    /// is not one.
+    fn store(&self) -> Result<spawn::Store> {
+        let dir = match &self.spill_dir {
+            Some(dir) => {
+                crate::spill::check_dir(dir)?;
+                dir.clone()
+            }
+            None => crate::spill::default_dir(),
+        };
+        Ok(spawn::Store {
+            budget: crate::memory::Budget::new(self.memory_limit).bytes,
+            dir,
+        })
     }
 }
 
@@ -144,6 +173,9 @@ pub struct Report {
     /// Every worker process started: the map workers, then the reduce
     /// workers.
     pub workers: Vec<WorkerStats>,
+    /// The channels of finished tasks kept on disk, past the memory limit
+    /// ([`Options::memory_limit`]), of `splits + partitions`.
+    pub disk_channels: usize,
 }
 
 impl Report {
@@ -199,18 +231,21 @@ pub fn run(
         job: name.to_owned(),
         args: args.to_vec(),
     };
-    let (channels, mut workers) = supervise::run_all(&launch, &splits, opts)?;
+    let store = opts.store()?;
+    let (channels, mut workers) = supervise::run_all(&launch, &splits, opts, (&store, &[]))?;
     let partitions = partitions(&channels, opts.workers)?;
-    let (outputs, reducers) = supervise::run_all(&launch, &partitions, opts)?;
+    let (outputs, reducers) = supervise::run_all(&launch, &partitions, opts, (&store, &channels))?;
     workers.extend(reducers);
     for output in &outputs {
         out.write_all(&output.map()?)
             .map_err(|e| Error::io("<output>", e))?;
     }
+    let all = channels.iter().chain(&outputs);
     Ok(Report {
         splits: splits.len(),
         partitions: partitions.len(),
         workers,
+        disk_channels: all.filter(|c| c.on_disk()).count(),
     })
 }
 

@@ -53,11 +53,14 @@ impl Runtime {
                 in_threads(self, job.as_ref(), files, out).map(|()| None)
             }
             Isolation::Processes => {
+                let (memory_limit, spill_dir) = self.memory_settings();
                 let opts = Options {
                     workers: self.threads(),
                     retries: self.worker_retries(),
                     split_size: self.default_split_size().map(|s| s as u64),
-                    header: 0,
+                    memory_limit,
+                    spill_dir: spill_dir.cloned(),
+                    ..Options::default()
                 };
                 run(registry, name, args, files, &opts, out).map(Some)
             }

@@ -61,9 +61,46 @@ pub(super) struct Spec {
     pub(super) inherit: Vec<RawFd>,
 }
 
-/// A worker's output: a memfd, shared memory that grows as the worker
-/// writes it and is freed when its last descriptor closes.
-pub(super) struct Channel(File);
+/// Where a new channel is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Place {
+    /// In shared memory: a memfd.
+    Memory,
+    /// In an unnamed file (`O_TMPFILE`) in this directory: page-cache
+    /// pages the kernel writes back to disk under memory pressure, never
+    /// visible by name, and freed like a memfd when the last descriptor
+    /// closes, however the run ends.
+    Disk(PathBuf),
+}
+
+/// Where a run keeps its channels: in shared memory while the channels it
+/// holds stay within its memory budget, past it in unnamed files in its
+/// spill directory. A channel is placed when its worker starts, so the
+/// budget can be passed by what the workers running then write.
+pub(super) struct Store {
+    /// The memory budget of the channels, in bytes.
+    pub(super) budget: u64,
+    /// Where channels past the budget go.
+    pub(super) dir: PathBuf,
+}
+
+impl Store {
+    /// Where a new channel goes while channels of `held` bytes are held.
+    pub(super) fn place(&self, held: u64) -> Place {
+        match held < self.budget {
+            true => Place::Memory,
+            false => Place::Disk(self.dir.clone()),
+        }
+    }
+}
+
+/// A worker's output: shared memory, or an unnamed file ([`Place`]), that
+/// grows as the worker writes it and is freed when its last descriptor
+/// closes.
+pub(super) struct Channel {
+    file: File,
+    on_disk: bool,
+}
 
 /// A channel's contents, mapped.
 pub(super) enum Contents {
@@ -82,26 +119,51 @@ impl std::ops::Deref for Contents {
 }
 
 impl Channel {
-    fn new() -> io::Result<Channel> {
-        // SAFETY: the name is a NUL-terminated string; the call has no
-        // other preconditions.
-        let fd = unsafe { libc::memfd_create(c"ember-channel".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just created and is owned by nothing else.
-        Ok(Channel(File::from(unsafe { OwnedFd::from_raw_fd(fd) })))
+    /// A new, empty channel kept at `place` (its descriptor closed on
+    /// `exec` unless a worker is to inherit it).
+    fn new(place: &Place) -> Result<Channel> {
+        let file = match place {
+            Place::Memory => {
+                // SAFETY: the name is a NUL-terminated string; the call
+                // has no other preconditions.
+                let fd =
+                    unsafe { libc::memfd_create(c"ember-channel".as_ptr(), libc::MFD_CLOEXEC) };
+                if fd < 0 {
+                    return Err(Error::io("<memfd>", io::Error::last_os_error()));
+                }
+                // SAFETY: `fd` was just created and is owned by nothing else.
+                File::from(unsafe { OwnedFd::from_raw_fd(fd) })
+            }
+            Place::Disk(dir) => tempfile::tempfile_in(dir).map_err(|source| Error::Spill {
+                path: dir.clone(),
+                source,
+            })?,
+        };
+        Ok(Channel {
+            file,
+            on_disk: *place != Place::Memory,
+        })
     }
 
     /// The descriptor, which a reduce worker inherits.
     pub(super) fn fd(&self) -> RawFd {
-        self.0.as_raw_fd()
+        self.file.as_raw_fd()
+    }
+
+    /// Whether the channel is a file on disk rather than shared memory.
+    pub(super) fn on_disk(&self) -> bool {
+        self.on_disk
+    }
+
+    /// Bytes written to the channel so far (0 if it cannot be read).
+    pub(super) fn len(&self) -> u64 {
+        self.file.metadata().map_or(0, |m| m.len())
     }
 
     /// The channel's contents, once its worker has exited.
     pub(super) fn map(&self) -> Result<Contents> {
         let len = self
-            .0
+            .file
             .metadata()
             .map_err(|e| Error::io("<channel>", e))?
             .len();
@@ -110,7 +172,8 @@ impl Channel {
         }
         // SAFETY: the only writer, the worker, has exited; this process
         // never writes the channel.
-        let map = unsafe { memmap2::Mmap::map(&self.0) }.map_err(|e| Error::io("<channel>", e))?;
+        let map =
+            unsafe { memmap2::Mmap::map(&self.file) }.map_err(|e| Error::io("<channel>", e))?;
         Ok(Contents::Mapped(map))
     }
 
@@ -130,10 +193,10 @@ pub(super) struct Worker {
 }
 
 /// Starts a worker as `spec` says (its `attempt`-th try at its task), with
-/// a new channel for its output.
-pub(super) fn start(launch: &Launch, spec: Spec, attempt: u32) -> Result<Worker> {
-    let channel = Channel::new().map_err(|e| Error::io("<memfd>", e))?;
-    let fd = channel.0.as_raw_fd();
+/// a new channel for its output kept at `place`.
+pub(super) fn start(launch: &Launch, spec: Spec, attempt: u32, place: &Place) -> Result<Worker> {
+    let channel = Channel::new(place)?;
+    let fd = channel.fd();
     // SAFETY: `getpid` has no preconditions.
     let parent = unsafe { libc::getpid() };
     let mut command = Command::new(&launch.program);

@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 
 use crossbeam_channel::{unbounded, Sender};
 
-use super::spawn::{self, Channel, Exit, Launch, Spec};
+use super::spawn::{self, Channel, Exit, Launch, Spec, Store};
 use super::{Options, Task, WorkerStats};
 use crate::error::{Death, Error, Result};
 
@@ -46,11 +46,14 @@ impl Drop for Crew {
 }
 
 /// Does every task in a worker process: each task's output channel, in
-/// task order, and every worker's stats.
+/// task order, and every worker's stats. A new channel is kept where
+/// `store` says for the bytes held by then: the `earlier` phase's
+/// channels, this phase's finished ones and the running workers'.
 pub(super) fn run_all<A: Assignment>(
     launch: &Launch,
     tasks: &[A],
     opts: &Options,
+    (store, earlier): (&Store, &[Channel]),
 ) -> Result<(Vec<Channel>, Vec<WorkerStats>)> {
     let mut crew = Crew::default();
     let mut queue: VecDeque<(usize, u32)> = (0..tasks.len()).map(|t| (t, 0)).collect();
@@ -62,7 +65,10 @@ pub(super) fn run_all<A: Assignment>(
             let Some((task, attempt)) = queue.pop_front() else {
                 break;
             };
-            let worker = spawn::start(launch, tasks[task].spec(), attempt)?;
+            let held = earlier.iter().chain(channels.iter().flatten());
+            let running = crew.running.values().map(|r| &r.worker.channel);
+            let held = held.chain(running).map(Channel::len).sum();
+            let worker = spawn::start(launch, tasks[task].spec(), attempt, &store.place(held))?;
             let pid = worker.pid;
             let running = Running {
                 worker,
