@@ -24,11 +24,10 @@ use ember_apps::text::{text, TextSpec};
 use ember_apps::wordcount::{sequential, WordCount};
 use proptest::prelude::*;
 
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ember-ingest-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory for one test, removed with its files when dropped.
+fn tempdir(name: &str) -> tempfile::TempDir {
+    let prefix = format!("ember-ingest-{name}-");
+    tempfile::Builder::new().prefix(&prefix).tempdir().unwrap()
 }
 
 /// Chunk sizes (and buffer counts) of the chunked runs: from 4 KB, a size
@@ -114,7 +113,8 @@ fn corpus(size: u64, seed: u64) -> Vec<u8> {
 
 #[test]
 fn chunked_equals_mmap_for_every_chunk_size() {
-    let dir = tempdir("sizes");
+    let tmp = tempdir("sizes");
+    let dir = tmp.path();
     let data = corpus(3 << 20, 11);
     let file = write(&dir, "corpus.txt", &data);
     assert!(Input::open([&file], Ingest::Mmap).unwrap().is_mapped());
@@ -129,7 +129,8 @@ fn chunked_equals_mmap_for_every_chunk_size() {
 
 #[test]
 fn many_small_files_are_batched_and_counted_once() {
-    let dir = tempdir("small");
+    let tmp = tempdir("small");
+    let dir = tmp.path();
     let mut paths = Vec::new();
     let mut all = Vec::new();
     for i in 0..1000 {
@@ -205,7 +206,8 @@ fn a_read_error_midway_is_an_error_not_a_short_result() {
 
 #[test]
 fn input_memory_stays_bounded_by_the_buffers() {
-    let dir = tempdir("bounded");
+    let tmp = tempdir("bounded");
+    let dir = tmp.path();
     let file = dir.join("big.txt");
     let data = corpus(24 << 20, 8);
     std::fs::write(&file, &data).unwrap();
@@ -244,7 +246,8 @@ proptest! {
         chunk in 1usize..200,
         buffers in 1usize..4,
     ) {
-        let dir = tempdir("prop");
+        let tmp = tempdir("prop");
+        let dir = tmp.path();
         let paths: Vec<PathBuf> = parts.iter().enumerate().map(|(i, p)| write(&dir, &format!("p{i}"), p.as_bytes())).collect();
         let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
         let rt = Runtime::builder().threads(2).build().unwrap();
@@ -255,7 +258,8 @@ proptest! {
 
 #[test]
 fn inverted_index_of_a_thousand_small_files_chunked_equals_mmap() {
-    let dir = tempdir("ii-files");
+    let tmp = tempdir("ii-files");
+    let dir = tmp.path();
     let spec = TextSpec {
         size: 3_500_000,
         vocab: 20_000,
@@ -287,7 +291,8 @@ fn inverted_index_of_a_thousand_small_files_chunked_equals_mmap() {
 
 #[test]
 fn inverted_index_of_lines_refuses_a_streamed_input() {
-    let dir = tempdir("ii-lines");
+    let tmp = tempdir("ii-lines");
+    let dir = tmp.path();
     let data = corpus(200_000, 13);
     let file = write(&dir, "lines.txt", &data);
     let rt = Runtime::builder().threads(2).build().unwrap();
@@ -310,7 +315,8 @@ fn inverted_index_of_lines_refuses_a_streamed_input() {
 
 #[test]
 fn string_match_chunked_equals_mmap() {
-    let dir = tempdir("strmatch");
+    let tmp = tempdir("strmatch");
+    let dir = tmp.path();
     let spec = KeysSpec {
         size: 2 << 20,
         seed: 14,
@@ -332,7 +338,8 @@ fn string_match_chunked_equals_mmap() {
 
 #[test]
 fn linear_regression_chunked_equals_mmap() {
-    let dir = tempdir("linreg");
+    let tmp = tempdir("linreg");
+    let dir = tmp.path();
     let data = linear_regression::points(&PointsSpec {
         size: 2_000_002,
         seed: 15,
@@ -379,7 +386,8 @@ fn pixel_reader(file: &Path, bmp: &Bmp) -> impl Read + Send + 'static {
 
 #[test]
 fn histogram_pixels_chunked_equal_in_memory() {
-    let dir = tempdir("histogram");
+    let tmp = tempdir("histogram");
+    let dir = tmp.path();
     // 301 pixels a row: 903 bytes and a padding of 1, so chunks cut rows.
     let image = histogram::bmp(&BmpSpec {
         width: 301,
@@ -417,7 +425,8 @@ fn histogram_pixels_chunked_equal_in_memory() {
 
 #[test]
 fn sort_order_chunked_equals_mmap() {
-    let dir = tempdir("sort");
+    let tmp = tempdir("sort");
+    let dir = tmp.path();
     let data = sort::records(&SortSpec {
         records: 30_000,
         seed: 18,
@@ -458,7 +467,8 @@ fn sort_of_a_stream_ending_inside_a_record_is_an_error() {
         "{e}"
     );
     // Record indices count from the start of one file.
-    let dir = tempdir("sort-parts");
+    let tmp = tempdir("sort-parts");
+    let dir = tmp.path();
     let a = write(&dir, "a", &[0; 100]);
     let e = sort::sort_order_input(
         &rt,

@@ -45,11 +45,12 @@ fn count_in(
 
 fn check_all(rts: &[Runtime], parts: &[&[u8]], splits: &[Option<usize>]) {
     let want = sequential(parts);
+    let tmp = tempfile::tempdir().unwrap();
     let owned: Vec<Input<'_>> = if parts.len() == 1 {
         vec![Input::bytes(parts[0])]
     } else {
         // Several parts: write them to files so the many-files path is used.
-        let dir = tempdir();
+        let dir = tmp.path();
         let paths: Vec<_> = parts
             .iter()
             .enumerate()
@@ -73,18 +74,6 @@ fn check_all(rts: &[Runtime], parts: &[&[u8]], splits: &[Option<usize>]) {
             }
         }
     }
-}
-
-fn tempdir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "ember-wc-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// Bytes of every kind: letters of both cases, separators, UTF-8, binary.

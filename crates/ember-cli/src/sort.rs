@@ -57,23 +57,23 @@ pub(crate) fn run(a: Args) -> Result<()> {
 
 /// `ember sort --isolate`: the streaming job `sort` in worker processes,
 /// each map sorting a split of whole records and each reduce merging a
-/// key range, whose outputs give the records in key order, then written
-/// out.
+/// key range, whose outputs give the records in key order, written to the
+/// output as each is read from its channel (the parent never holds them
+/// all).
 fn isolated(a: Args) -> Result<()> {
-    let mut sorted = Vec::new();
     let files = [a.file.clone()];
     let input = isolated::Files {
         paths: &files,
         header: 0,
     };
-    let (stats, run) = isolated::run_into(&a.run, &a.isolate, "sort", &[], input, &mut sorted)?;
-    let start = std::time::Instant::now();
-    write_output(Some(&a.out), |w| Ok(w.write_all(&sorted)?))?;
+    // The output appears only once whole (see `output`).
+    let mut w = output::create(&a.out)?;
+    let (stats, run) = isolated::run_into(&a.run, &a.isolate, "sort", &[], input, &mut w)?;
+    w.finish()?;
     eprintln!(
-        "# {} records sorted in {:.3} s, written in {:.3} s",
-        sorted.len() / RECORD_LEN,
-        stats.total_secs,
-        start.elapsed().as_secs_f64()
+        "# {} records sorted and written in {:.3} s (isolated)",
+        stats.input_bytes / RECORD_LEN as u64,
+        stats.total_secs
     );
     run.report(&stats)
 }

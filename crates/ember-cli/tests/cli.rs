@@ -10,10 +10,10 @@ fn ember(args: &[&str]) -> Output {
         .expect("ember runs")
 }
 
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("ember-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory for one test, removed with its files when dropped.
+fn tempdir(name: &str) -> tempfile::TempDir {
+    let prefix = format!("ember-cli-{name}-");
+    tempfile::Builder::new().prefix(&prefix).tempdir().unwrap()
 }
 
 /// A failure: non-zero exit, exactly one line on stderr, no backtrace.
@@ -30,7 +30,8 @@ fn one_line_error(out: &Output) -> String {
 
 #[test]
 fn wordcount_prints_top_and_writes_everything() {
-    let d = tempdir("wc");
+    let tmp = tempdir("wc");
+    let d = tmp.path();
     let f = d.join("in.txt");
     std::fs::write(&f, "b a B c, b a\n").unwrap();
     let all = d.join("out.tsv");
@@ -59,7 +60,8 @@ fn wordcount_prints_top_and_writes_everything() {
 
 #[test]
 fn a_small_input_on_one_worker_counts_what_every_thread_count_counts() {
-    let d = tempdir("small");
+    let tmp = tempdir("small");
+    let d = tmp.path();
     // Around the one-worker threshold (64 KiB): below, at and above it.
     for (i, bytes) in [0usize, 1, 1024, 65_535, 65_536, 65_537, 200_000]
         .into_iter()
@@ -117,7 +119,8 @@ fn a_small_input_on_one_worker_counts_what_every_thread_count_counts() {
 
 #[test]
 fn wordcount_reads_stdin_and_writes_stats_json() {
-    let d = tempdir("stdin");
+    let tmp = tempdir("stdin");
+    let d = tmp.path();
     let json = d.join("stats.json");
     let mut child = Command::new(env!("CARGO_BIN_EXE_ember"))
         .args(["wordcount", "-", "--stats-json", json.to_str().unwrap()])
@@ -148,14 +151,16 @@ fn missing_file_is_one_line() {
 
 #[test]
 fn directory_is_one_line() {
-    let d = tempdir("dir");
+    let tmp = tempdir("dir");
+    let d = tmp.path();
     let err = one_line_error(&ember(&["wordcount", d.to_str().unwrap()]));
     assert!(err.contains("is a directory, not a file"), "{err}");
 }
 
 #[test]
 fn bad_size_and_threads_are_one_line() {
-    let d = tempdir("gen");
+    let tmp = tempdir("gen");
+    let d = tmp.path();
     let out = ember(&["gen", "text", "--size", "12 parsecs", "--out", "-"]);
     assert!(!out.status.success());
     let f = d.join("x.txt");
@@ -191,7 +196,8 @@ fn a_closed_output_pipe_ends_ember_quietly() {
 
 #[test]
 fn gen_text_is_reproducible() {
-    let d = tempdir("gentext");
+    let tmp = tempdir("gentext");
+    let d = tmp.path();
     let (a, b) = (d.join("a.txt"), d.join("b.txt"));
     for p in [&a, &b] {
         let out = ember(&[
@@ -215,7 +221,8 @@ fn gen_text_is_reproducible() {
 
 #[test]
 fn wordcount_mode_option_reaches_the_stats() {
-    let d = tempdir("mode");
+    let tmp = tempdir("mode");
+    let d = tmp.path();
     let f = d.join("in.txt");
     std::fs::write(&f, "b a b c b a\n".repeat(100)).unwrap();
     let json = d.join("stats.json");
@@ -251,7 +258,8 @@ fn wordcount_mode_option_reaches_the_stats() {
 /// one-line error on a malformed file.
 #[test]
 fn chunked_ingest_gives_the_mapped_results() {
-    let d = tempdir("ingest");
+    let tmp = tempdir("ingest");
+    let d = tmp.path();
     let keys = d.join("keys.txt");
     let words: String = (0..20_000)
         .map(|i| format!("{}\n", ["ab", "ferrari", "xyz", "whotheman"][i % 4]))

@@ -142,8 +142,8 @@ fn empty_input_is_an_empty_result() {
     let out = rt.run(&job(&seen), &Input::bytes(b"")).unwrap();
     assert!(out.pairs.is_empty());
     assert_eq!(out.stats.splits, 0);
-    let dir = std::env::temp_dir().join(format!("ember-empty-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let empty = dir.join("empty.txt");
     std::fs::write(&empty, b"").unwrap();
     let out = rt.run(&job(&seen), &Input::file(&empty).unwrap()).unwrap();
@@ -152,8 +152,8 @@ fn empty_input_is_an_empty_result() {
 
 #[test]
 fn file_errors_say_what_and_where() {
-    let dir = std::env::temp_dir().join(format!("ember-errors-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let missing = dir.join("missing.txt");
     let e = Input::file(&missing).err().unwrap().to_string();
     assert_eq!(
@@ -198,8 +198,8 @@ fn assert_refused(path: &std::path::Path, errno: i32) {
 fn a_file_the_os_will_not_open_is_an_io_error_naming_it() {
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
-    let dir = std::env::temp_dir().join(format!("ember-perm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let plain = dir.join("plain.txt");
     std::fs::write(&plain, b"x").unwrap();
     assert_refused(&plain.join("input.txt"), libc::ENOTDIR);
@@ -210,10 +210,8 @@ fn a_file_the_os_will_not_open_is_an_io_error_naming_it() {
         std::fs::write(&secret, b"x").unwrap();
         std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
         assert_refused(&secret, libc::EACCES);
-        let _ = std::fs::remove_dir_all(&dir);
         return;
     }
-    let _ = std::fs::remove_dir_all(&dir);
     const NOBODY: u32 = 65534;
     let test = "a_file_the_os_will_not_open_is_an_io_error_naming_it";
     let child = std::process::Command::new(std::env::current_exe().unwrap())
