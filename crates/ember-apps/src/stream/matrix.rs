@@ -23,7 +23,7 @@
 use std::io::{BufRead, Write};
 use std::path::Path;
 
-use ember::stream::{read_lines, KeyOrder, MapInput, StreamJob, Text};
+use ember::stream::{read_lines, Folding, KeyOrder, MapInput, Registry, StreamJob, Text};
 use ember::{Error, Input, Records, Result, RunOptions, Runtime, Stats};
 
 use super::{whole, HADOOP_INPUT_START};
@@ -109,6 +109,25 @@ fn flags<const N: usize>(
     }
     let values = values.into_iter().collect::<Option<Vec<String>>>();
     values.and_then(|v| v.try_into().ok()).ok_or_else(expected)
+}
+
+/// Registers `pca-mean`, `pca-cov` and `matmul-rows` (the module's notes).
+pub(super) fn register(registry: &mut Registry) {
+    registry.register(
+        "pca-mean",
+        "row<TAB>sum: the exact sum of each row of an ember matrix file (--matrix FILE, its rows the input)",
+        |args| Ok(Box::new(Folding(row_sums(args)?)) as Box<dyn StreamJob>),
+    );
+    registry.register(
+        "pca-cov",
+        "row<TAB>cov,...: each input row's covariances with the rows after it (--matrix FILE --sums FILE)",
+        |args| Ok(Box::new(CovarianceRows::from_args(args)?) as Box<dyn StreamJob>),
+    );
+    registry.register(
+        "matmul-rows",
+        "row<TAB>c,...: each input row of A times B (--b FILE, an ember matrix file)",
+        |args| Ok(Box::new(ProductRows::from_args(args)?) as Box<dyn StreamJob>),
+    );
 }
 
 /// `pca-mean --matrix FILE`: the row sums of [`crate::pca`]'s job 1.

@@ -126,21 +126,7 @@ pub fn registry() -> Registry {
             Ok(Box::new(Folding(LinearRegression)) as Box<dyn StreamJob>)
         },
     );
-    registry.register(
-        "pca-mean",
-        "row<TAB>sum: the exact sum of each row of an ember matrix file (--matrix FILE, its rows the input)",
-        |args| Ok(Box::new(Folding(matrix::row_sums(args)?)) as Box<dyn StreamJob>),
-    );
-    registry.register(
-        "pca-cov",
-        "row<TAB>cov,...: each input row's covariances with the rows after it (--matrix FILE --sums FILE)",
-        |args| Ok(Box::new(CovarianceRows::from_args(args)?) as Box<dyn StreamJob>),
-    );
-    registry.register(
-        "matmul-rows",
-        "row<TAB>c,...: each input row of A times B (--b FILE, an ember matrix file)",
-        |args| Ok(Box::new(ProductRows::from_args(args)?) as Box<dyn StreamJob>),
-    );
+    matrix::register(&mut registry);
     registry.register(
         "histogram",
         "channel:value<TAB>pixels (r:000 .. b:255): map reads one whole 24-bit BMP",
