@@ -52,7 +52,9 @@ pub struct Product {
 }
 
 impl Product {
-    fn from_blocks(rows: usize, cols: usize, blocks: Vec<Vec<i32>>) -> Product {
+    /// The product of `rows` rows of `cols` values from its blocks of
+    /// consecutive whole rows, in order.
+    pub fn from_blocks(rows: usize, cols: usize, blocks: Vec<Vec<i32>>) -> Product {
         let mut starts = Vec::with_capacity(blocks.len());
         let mut at = 0;
         for b in &blocks {
@@ -106,6 +108,19 @@ struct Packed {
 }
 
 impl Packed {
+    /// `b` packed on the calling thread, in pieces of `KC` rows.
+    fn new(b: &Matrix<'_>) -> Packed {
+        Packed {
+            k: b.rows,
+            p: b.cols,
+            pieces: b
+                .data
+                .chunks(KC * b.row_bytes())
+                .map(|rows| pack(rows, b.cols))
+                .collect(),
+        }
+    }
+
     /// Number of strips.
     fn strips(&self) -> usize {
         self.p.div_ceil(STRIP)
@@ -238,6 +253,34 @@ fn multiply_rows(a: &[i32], b: &Packed, c: &mut Vec<i32>) {
     }
 }
 
+/// The right factor `B` packed once for the kernel, to multiply rows of
+/// `A` by: what a worker process of an isolated run does with its split of
+/// `A`'s rows.
+pub struct Factor(Packed);
+
+impl Factor {
+    /// `b` packed on the calling thread.
+    pub fn new(b: &Matrix<'_>) -> Factor {
+        Factor(Packed::new(b))
+    }
+
+    /// The rows of `A B` for `a`, whole rows of `A` (of `B`'s row count
+    /// of values each) as bytes: as many rows of `B`'s column count of
+    /// values, one after the other.
+    pub fn multiply(&self, a: &[u8]) -> Vec<i32> {
+        multiply_bytes(a, &self.0)
+    }
+}
+
+/// `a b` for rows of `a` given as bytes (of `b.k >= 1` values each).
+fn multiply_bytes(a: &[u8], b: &Packed) -> Vec<i32> {
+    let mut rows = Vec::with_capacity(a.len() / 4);
+    decode_into(a, &mut rows);
+    let mut c = Vec::with_capacity(rows.len() / b.k * b.p);
+    multiply_rows(&rows, b, &mut c);
+    c
+}
+
 /// The map-only job: a split of `A`'s rows to the same rows of `C`.
 struct Multiply<'a> {
     b: &'a Packed,
@@ -253,11 +296,7 @@ impl MapOnlyJob for Multiply<'_> {
 
     fn map(&self, split: Split<'_>, out: &mut Vec<(u32, Vec<i32>)>) -> MapResult {
         let first = split.offset as usize / (4 * self.b.k);
-        let mut a = Vec::with_capacity(split.data.len() / 4);
-        decode_into(split.data, &mut a);
-        let mut c = Vec::with_capacity(a.len() / self.b.k * self.b.p);
-        multiply_rows(&a, self.b, &mut c);
-        out.push((first as u32, c));
+        out.push((first as u32, multiply_bytes(split.data, self.b)));
         Ok(())
     }
 
@@ -268,7 +307,7 @@ impl MapOnlyJob for Multiply<'_> {
 }
 
 /// Checks that `a b` is defined.
-fn check(a: &Matrix<'_>, b: &Matrix<'_>) -> Result<()> {
+pub fn check(a: &Matrix<'_>, b: &Matrix<'_>) -> Result<()> {
     if a.cols != b.rows {
         return Err(Error::InvalidInput(format!(
             "A is {} x {} and B is {} x {}: A needs as many columns as B has rows",
@@ -328,15 +367,7 @@ pub fn run(
 /// baseline (the same kernel, on blocks of 128 rows).
 pub fn sequential(a: &Matrix<'_>, b: &Matrix<'_>) -> Result<Product> {
     check(a, b)?;
-    let packed = Packed {
-        k: b.rows,
-        p: b.cols,
-        pieces: b
-            .data
-            .chunks(KC * b.row_bytes())
-            .map(|rows| pack(rows, b.cols))
-            .collect(),
-    };
+    let packed = Packed::new(b);
     // At most the values A holds (a 0-row A may claim any width B allows).
     let mut rows = Vec::with_capacity(a.cols.saturating_mul(128).min(a.data.len() / 4));
     let blocks = a

@@ -297,9 +297,14 @@ fn row_sum(row: &[u8]) -> i64 {
         .sum()
 }
 
-/// Job 1: the sum of every row (its mean times `n`).
-struct RowSums {
-    cols: usize,
+/// Job 1: the sum of every row (its mean times `n`), keyed by the row's
+/// index in the matrix: `first` plus its index in the input (`first` is
+/// not 0 for a worker of an isolated run, whose input is a split of the
+/// matrix's rows).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowSums {
+    pub(crate) cols: usize,
+    pub(crate) first: usize,
 }
 
 impl Job for RowSums {
@@ -313,7 +318,7 @@ impl Job for RowSums {
     }
 
     fn map<E: Emit<u32, i64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
-        let first = split.offset as usize / (4 * self.cols);
+        let first = self.first + split.offset as usize / (4 * self.cols);
         for (r, row) in split.data.chunks_exact(4 * self.cols).enumerate() {
             emit.emit((first + r) as u32, row_sum(row));
         }
@@ -355,7 +360,7 @@ impl MapOnlyJob for Covariance<'_> {
 }
 
 /// Checks the matrix's shape for PCA.
-fn check(m: &Matrix<'_>) -> Result<()> {
+pub fn check(m: &Matrix<'_>) -> Result<()> {
     if m.cols < 2 {
         return Err(Error::InvalidInput(format!(
             "a {} x {} matrix: covariance needs at least 2 columns (observations) per row",
@@ -391,7 +396,14 @@ fn default_rows_per_split(rows: usize, threads: usize) -> usize {
 pub fn run(rt: &Runtime, m: &Matrix<'_>, opts: &RunOptions) -> Result<(Pca, Stats)> {
     check(m)?;
     let input = Input::bytes(m.data);
-    let sums_out = rt.run_with(&RowSums { cols: m.cols }, &input, opts)?;
+    let sums_out = rt.run_with(
+        &RowSums {
+            cols: m.cols,
+            first: 0,
+        },
+        &input,
+        opts,
+    )?;
     let sums: Vec<i64> = sums_out.pairs.into_iter().map(|(_, s)| s).collect();
     let mut stats = Stats::default();
     add_stats(&mut stats, &sums_out.stats);
@@ -417,6 +429,37 @@ pub fn run(rt: &Runtime, m: &Matrix<'_>, opts: &RunOptions) -> Result<(Pca, Stat
         },
         stats,
     ))
+}
+
+/// The covariance rows `rows` of `m` (the upper triangle: row `i` holds
+/// `cov(i, j)` for `j >= i`), keyed by `i`, from the exact row sums `sums`
+/// of all of `m`'s rows: what job 2 computes for a split of those rows,
+/// here from the matrix's rows `rows.start..` alone (a worker process of an
+/// isolated run prepares only the rows it reads). The dot products are
+/// exact, so the values are job 2's, however the rows are cut.
+pub fn covariance_of_rows(
+    m: &Matrix<'_>,
+    sums: &[i64],
+    rows: std::ops::Range<usize>,
+) -> Vec<(u32, Vec<f64>)> {
+    let tail = Matrix {
+        rows: m.rows - rows.start,
+        cols: m.cols,
+        data: &m.data[rows.start * m.row_bytes()..],
+    };
+    let mut out = Vec::with_capacity(rows.len());
+    let local = 0..rows.len();
+    covariance_rows(
+        &Prepared::new(&tail),
+        &sums[rows.start..],
+        m.cols,
+        local,
+        &mut out,
+    );
+    for (row, _) in &mut out {
+        *row += rows.start as u32;
+    }
+    out
 }
 
 /// The plain sequential PCA: the correctness oracle and the benchmark

@@ -186,6 +186,45 @@ fn unsupported(run: &RunArgs) -> Option<&'static str> {
     set.into_iter().find_map(|(set, name)| set.then_some(name))
 }
 
+/// A file the parent writes for its workers and names in the job's
+/// arguments (k-means' means, PCA's row sums): a scratch file, removed
+/// when the value is dropped or a signal ends the command.
+pub(crate) struct JobFile {
+    scratch: crate::output::Scratch,
+    name: String,
+}
+
+impl JobFile {
+    /// An empty job file, its name starting with `prefix`.
+    pub(crate) fn new(prefix: &str) -> Result<JobFile> {
+        let scratch = crate::output::Scratch::new(prefix)?;
+        let name = path_arg(scratch.path())?;
+        Ok(JobFile { scratch, name })
+    }
+
+    /// Its name, as a job argument.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Replaces what it holds with `bytes`.
+    pub(crate) fn write(&self, bytes: &[u8]) -> Result<()> {
+        std::fs::write(self.scratch.path(), bytes)
+            .with_context(|| format!("writing '{}'", self.name))
+    }
+}
+
+/// `path` as a job argument (a worker's arguments are UTF-8).
+pub(crate) fn path_arg(path: &Path) -> Result<String> {
+    match path.to_str() {
+        Some(name) => Ok(name.to_string()),
+        None => bail!(
+            "--isolate: '{}' is not a UTF-8 name, which a worker's job arguments need",
+            path.display()
+        ),
+    }
+}
+
 /// The `key<TAB>output` lines of a reduce, in their [`Text`] forms.
 fn decode<K: Text, V: Text>(lines: &[u8]) -> Result<Vec<(K, V)>> {
     let mut pairs = Vec::new();

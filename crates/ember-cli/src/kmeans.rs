@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember::Stats;
 use ember_apps::kmeans::{self, ClusterSum, Clustering, Params};
@@ -14,7 +14,6 @@ use ember_apps::matrix::{Matrix, MatrixSpec, HEADER_BYTES};
 use crate::common::{summary_out, write_output, RunArgs};
 use crate::isolated::{self, IsolateArgs};
 use crate::numeric;
-use crate::output;
 use crate::progress::progress_while;
 
 /// `ember kmeans`.
@@ -133,15 +132,8 @@ fn finish(a: &Args, c: &Clustering, rows: usize, stats: &Stats, run: &RunArgs) -
 /// (past its header, read in place by every worker) with the means the
 /// parent writes to a temporary file.
 fn clustered_isolated(a: &Args, points: &Matrix<'_>) -> Result<(Clustering, Stats, RunArgs)> {
-    let scratch = output::Scratch::new("ember-kmeans-means.")?;
-    let means_file = scratch.path();
-    let job_args = [
-        "--means".to_string(),
-        means_file
-            .to_str()
-            .context("the temporary file's name is not UTF-8")?
-            .to_string(),
-    ];
+    let means_file = isolated::JobFile::new("ember-kmeans-means.")?;
+    let job_args = ["--means".to_string(), means_file.name().to_string()];
     let files = [a.file.clone()];
     let (mut total, mut run) = (Stats::default(), a.run.clone());
     let started = Instant::now();
@@ -149,8 +141,7 @@ fn clustered_isolated(a: &Args, points: &Matrix<'_>) -> Result<(Clustering, Stat
         points,
         a.params.params(),
         |means| -> Result<Vec<(usize, ClusterSum)>> {
-            std::fs::write(means_file, means_text(means, points.cols))
-                .with_context(|| format!("writing '{}'", means_file.display()))?;
+            means_file.write(&means_text(means, points.cols))?;
             let iso = isolated::run_past_header::<u32, ClusterSum>(
                 &a.run,
                 &a.isolate,

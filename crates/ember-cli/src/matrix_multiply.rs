@@ -5,10 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
-use ember_apps::matrix::{self, MatrixSpec};
+use ember::Stats;
+use ember_apps::matrix::{self, Matrix, MatrixSpec, HEADER_BYTES};
 use ember_apps::matrix_multiply::{self, Product};
+use ember_apps::stream::RowIndex;
 
 use crate::common::{summary_out, write_output, RunArgs};
+use crate::isolated::{self, IsolateArgs};
 use crate::numeric;
 
 /// `ember matrix-multiply`.
@@ -23,6 +26,8 @@ pub(crate) struct Args {
     output: Option<PathBuf>,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    isolate: IsolateArgs,
 }
 
 /// `ember gen matmul`.
@@ -58,10 +63,15 @@ pub(crate) fn gen(a: GenArgs) -> Result<()> {
 pub(crate) fn run(a: Args) -> Result<()> {
     let (ia, ib) = (numeric::open(&a.a)?, numeric::open(&a.b)?);
     let (ma, mb) = (numeric::matrix(&ia)?, numeric::matrix(&ib)?);
-    let rt = a.run.runtime()?;
-    let (c, stats) = a
-        .run
-        .with_progress(|o| matrix_multiply::run(&rt, &ma, &mb, o))?;
+    let (c, stats, run) = if a.isolate.isolate {
+        isolated(&a, &ma, &mb)?
+    } else {
+        let rt = a.run.runtime()?;
+        let (c, stats) = a
+            .run
+            .with_progress(|o| matrix_multiply::run(&rt, &ma, &mb, o))?;
+        (c, stats, a.run.clone())
+    };
     // The runs read the matrices' maps, not inputs of theirs.
     ia.check_unchanged()?;
     ib.check_unchanged()?;
@@ -74,7 +84,36 @@ pub(crate) fn run(a: Args) -> Result<()> {
         stats.total_secs,
         &mut summary_out(a.output.as_deref()),
     )?;
-    a.run.report(&stats)
+    run.report(&stats)
+}
+
+/// `ember matrix-multiply --isolate`: the registry's `matmul-rows` job
+/// maps splits of A's rows (past its header) in worker processes, each
+/// reading B whole (mapped read-only: the file's pages are shared, not
+/// copied) and writing its rows of C keyed by row; the parent puts the
+/// rows in order.
+fn isolated(a: &Args, ma: &Matrix<'_>, mb: &Matrix<'_>) -> Result<(Product, Stats, RunArgs)> {
+    matrix_multiply::check(ma, mb)?;
+    let job_args = ["--b".to_string(), isolated::path_arg(&a.b)?];
+    let iso = isolated::run_past_header::<RowIndex, Vec<i32>>(
+        &a.run,
+        &a.isolate,
+        "matmul-rows",
+        &job_args,
+        std::slice::from_ref(&a.a),
+        HEADER_BYTES as u64,
+    )?;
+    let whole = |row: &(RowIndex, Vec<i32>)| row.1.len() == mb.cols;
+    anyhow::ensure!(
+        iso.pairs.len() == ma.rows && iso.pairs.iter().all(whole),
+        "the isolated run reduced {} rows of C for {} rows of {} values",
+        iso.pairs.len(),
+        ma.rows,
+        mb.cols
+    );
+    let rows = iso.pairs.into_iter().map(|(_, row)| row).collect();
+    let c = Product::from_blocks(ma.rows, mb.cols, rows);
+    Ok((c, iso.stats, iso.run))
 }
 
 /// Prints the shape, the speed, a checksum and a corner of C.

@@ -3,12 +3,18 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use std::time::Instant;
+
 use anyhow::Result;
 use clap::Args as ClapArgs;
-use ember_apps::matrix::MatrixSpec;
+use ember::Stats;
+use ember_apps::matrix::{Matrix, MatrixSpec, HEADER_BYTES};
+use ember_apps::multijob::add_stats;
 use ember_apps::pca::{self, Pca};
+use ember_apps::stream::RowIndex;
 
 use crate::common::{summary_out, write_output, RunArgs};
+use crate::isolated::{self, IsolateArgs};
 use crate::numeric;
 
 /// `ember pca`.
@@ -23,6 +29,8 @@ pub(crate) struct Args {
     output: Option<PathBuf>,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    isolate: IsolateArgs,
 }
 
 /// `ember gen pca`.
@@ -54,13 +62,64 @@ pub(crate) fn gen(a: GenArgs) -> Result<()> {
 pub(crate) fn run(a: Args) -> Result<()> {
     let input = numeric::open(&a.file)?;
     let m = numeric::matrix(&input)?;
-    let rt = a.run.runtime()?;
-    let (p, stats) = a.run.with_progress(|o| pca::run(&rt, &m, o))?;
+    let (p, stats, run) = if a.isolate.isolate {
+        isolated(&a, &m)?
+    } else {
+        let rt = a.run.runtime()?;
+        let (p, stats) = a.run.with_progress(|o| pca::run(&rt, &m, o))?;
+        (p, stats, a.run.clone())
+    };
     // The runs read the matrix's map, not an input of theirs.
     input.check_unchanged()?;
     write_output(a.output.as_deref(), |w| write_results(&p, w))?;
     summarize(&p, stats.total_secs, &mut summary_out(a.output.as_deref()))?;
-    a.run.report(&stats)
+    run.report(&stats)
+}
+
+/// `ember pca --isolate`: the registry's `pca-mean` job sums the rows, and
+/// its `pca-cov` job computes the covariance rows from those sums (a file
+/// the parent writes), both mapped in worker processes over the matrix
+/// file's rows (past its header, read in place by every worker, as
+/// `pca-cov`'s workers read the later rows).
+fn isolated(a: &Args, m: &Matrix<'_>) -> Result<(Pca, Stats, RunArgs)> {
+    pca::check(m)?;
+    let started = Instant::now();
+    let files = [a.file.clone()];
+    let matrix = isolated::path_arg(&a.file)?;
+    let header = HEADER_BYTES as u64;
+    let job_args = ["--matrix".to_string(), matrix];
+    let sums = isolated::run_past_header::<u32, i64>(
+        &a.run, &a.isolate, "pca-mean", &job_args, &files, header,
+    )?;
+    let sums_file = isolated::JobFile::new("ember-pca-sums.")?;
+    let mut text = String::new();
+    for (_, sum) in &sums.pairs {
+        text.push_str(&format!("{sum}\n"));
+    }
+    sums_file.write(text.as_bytes())?;
+    let sums_args = ["--sums".to_string(), sums_file.name().to_string()];
+    let job_args = [job_args, sums_args].concat();
+    let cov = isolated::run_past_header::<RowIndex, Vec<f64>>(
+        &a.run, &a.isolate, "pca-cov", &job_args, &files, header,
+    )?;
+    let rows = |n: usize| n == m.rows;
+    anyhow::ensure!(
+        rows(sums.pairs.len()) && rows(cov.pairs.len()),
+        "the isolated run reduced {} row sums and {} covariance rows for {} rows",
+        sums.pairs.len(),
+        cov.pairs.len(),
+        m.rows
+    );
+    let mut stats = Stats::default();
+    add_stats(&mut stats, &sums.stats);
+    add_stats(&mut stats, &cov.stats);
+    stats.total_secs = started.elapsed().as_secs_f64();
+    let pca = Pca {
+        cols: m.cols,
+        sums: sums.pairs.into_iter().map(|(_, s)| s).collect(),
+        upper: cov.pairs.into_iter().map(|(_, row)| row).collect(),
+    };
+    Ok((pca, stats, cov.run))
 }
 
 /// Writes the means, then the full covariance matrix.

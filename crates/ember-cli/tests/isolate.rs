@@ -675,3 +675,141 @@ fn isolated_kmeans_leaves_no_means_file() {
     assert_eq!(support::names(tmp.path()), Vec::<String>::new());
     assert_no_orphans();
 }
+
+/// `ember gen KIND ARGS -o DIR/NAME`: the file.
+fn gen_matrix(dir: &Path, name: &str, kind: &str, args: &[&str]) -> PathBuf {
+    let path = dir.join(name);
+    let gen = ember()
+        .args(["gen", kind])
+        .args(args)
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    path
+}
+
+/// `ember pca` (values small and large: both of its dot-product paths)
+/// and `ember matrix-multiply` write the same file and summary isolated
+/// as in threads, for 1, 2 and 4 workers and two split sizes (one row a
+/// split, and several).
+#[test]
+fn isolated_pca_and_matrix_multiply_equal_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let small = gen_matrix(d, "small.mat", "pca", &["--rows", "37", "--cols", "53"]);
+    let large = gen_matrix(
+        d,
+        "large.mat",
+        "pca",
+        &[
+            "--rows",
+            "21",
+            "--cols",
+            "9",
+            "--max",
+            "2000000000",
+            "--seed",
+            "3",
+        ],
+    );
+    let a = gen_matrix(d, "a.mat", "matmul", &["--n", "45", "--cols", "70"]);
+    let b = gen_matrix(
+        d,
+        "b.mat",
+        "matmul",
+        &["--n", "70", "--cols", "29", "--seed", "8"],
+    );
+    let out = d.join("out");
+    let cases: [(Vec<&Path>, &str, &str); 4] = [
+        (vec![small.as_path()], "pca", "1KiB"),
+        (vec![large.as_path()], "pca", "100"),
+        (vec![a.as_path(), b.as_path()], "matrix-multiply", "1KiB"),
+        (vec![a.as_path(), b.as_path()], "matrix-multiply", "100"),
+    ];
+    let shm_before = shm();
+    for (files, name, split) in &cases {
+        let run = |extra: &[&str]| {
+            let _ = std::fs::remove_file(&out);
+            let done = ember()
+                .arg(name)
+                .args(files)
+                .arg("-o")
+                .arg(&out)
+                .args(extra)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&done.stderr);
+            assert!(done.status.success(), "{name} {extra:?}: {stderr}");
+            // The multiply's first summary line is its time and speed.
+            let summary = String::from_utf8_lossy(&done.stdout);
+            let summary: Vec<&str> = summary
+                .lines()
+                .filter(|l| !l.starts_with("matrix multiply: "))
+                .collect();
+            let file = std::fs::read(&out).unwrap();
+            (file, cut_times(summary.join("\n").as_bytes()))
+        };
+        let want = run(&["-t", "1"]);
+        assert!(want.0.len() > 1000 && want.1.len() > 20, "{want:?}");
+        for workers in ["1", "2", "4"] {
+            let got = run(&["--isolate", "-t", workers, "--split-size", *split]);
+            assert!(
+                got == want,
+                "{name} isolated, {workers} workers, splits of {split}:\n{}\n{}",
+                got.1,
+                want.1
+            );
+            assert_no_orphans();
+        }
+    }
+    assert_eq!(shm(), shm_before);
+}
+
+/// A matrix `ember pca --isolate` or `ember matrix-multiply --isolate`
+/// cannot take is a one-line error, as in threads.
+#[test]
+fn isolated_pca_and_matrix_multiply_bad_inputs_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let column = gen_matrix(d, "column.mat", "kmeans", &["--points", "5", "--dims", "1"]);
+    let a = gen_matrix(d, "a.mat", "matmul", &["--n", "4", "--cols", "3"]);
+    let text = d.join("text.txt");
+    std::fs::write(&text, "not a matrix file, only some text\n").unwrap();
+    let cases: [(Vec<&Path>, &str, &str); 4] = [
+        (
+            vec![column.as_path()],
+            "pca",
+            "covariance needs at least 2 columns",
+        ),
+        (vec![text.as_path()], "pca", "not an ember matrix file"),
+        (
+            vec![a.as_path(), a.as_path()],
+            "matrix-multiply",
+            "A needs as many columns as B has rows",
+        ),
+        (
+            vec![a.as_path(), text.as_path()],
+            "matrix-multiply",
+            "not an ember matrix file",
+        ),
+    ];
+    for (files, name, want) in cases {
+        let out = ember()
+            .arg(name)
+            .args(&files)
+            .args(["--isolate", "-t", "2"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name} {files:?}");
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+        assert!(stderr.contains(want), "{name}: {stderr}");
+    }
+    assert_no_orphans();
+}

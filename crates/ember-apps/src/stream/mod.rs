@@ -28,6 +28,11 @@
 //!   `0<TAB>SX` .. `4<TAB>SXY` lines: the five sums of
 //!   [`crate::linear_regression`] (the point count is the input's bytes
 //!   over two); an isolated run cuts it at even byte offsets.
+//! - `pca-mean --matrix FILE`, `pca-cov --matrix FILE --sums FILE`:
+//!   PCA's row sums and covariance rows over an ember matrix file's rows;
+//!   `matmul-rows --b FILE`: the rows of `A B` over `A`'s rows (see
+//!   [`matrix`]: what `ember pca --isolate` and `ember matrix-multiply
+//!   --isolate` run).
 //! - `histogram`: one whole 24-bit BMP per map process (a BMP cannot be
 //!   cut at line boundaries), `r:000<TAB>pixels` lines summed over the
 //!   images (see [`histogram`]).
@@ -44,6 +49,7 @@ pub mod histogram;
 mod inverted_index;
 pub mod kmeans;
 pub mod linear_regression;
+pub mod matrix;
 pub mod sort;
 mod string_match;
 
@@ -51,6 +57,7 @@ pub use histogram::{ChannelValue, Images};
 pub use inverted_index::{DocNames, DocumentWords, InDocument};
 pub use kmeans::{Round, Rows};
 pub use linear_regression::{Regression, TextPoints};
+pub use matrix::{CovarianceRows, EachRow, ProductRows, RowIndex, RowMap};
 pub use sort::{Hex, SortRecords};
 pub use string_match::{FirstOffsets, Found, TargetLines, TargetOffsets};
 
@@ -119,6 +126,7 @@ pub fn registry() -> Registry {
             Ok(Box::new(Folding(LinearRegression)) as Box<dyn StreamJob>)
         },
     );
+    matrix::register(&mut registry);
     registry.register(
         "histogram",
         "channel:value<TAB>pixels (r:000 .. b:255): map reads one whole 24-bit BMP",
@@ -200,8 +208,8 @@ mod tests {
         assert!(
             e.contains(
                 "unknown job 'sorting' (known: histogram, inverted-index, kmeans, \
-                 kmeans-rows, linear-regression, linear-regression-bytes, sort, string-match, \
-                 string-match-offsets, wordcount)"
+                 kmeans-rows, linear-regression, linear-regression-bytes, matmul-rows, \
+                 pca-cov, pca-mean, sort, string-match, string-match-offsets, wordcount)"
             ),
             "{e}"
         );
