@@ -32,10 +32,10 @@
 
 use std::io::{self, Write};
 
-use ember::spill::{Codec, Compression, RecordShape};
+use ember::spill::{Codec, Compression};
 use ember::{
-    Combiner, Emit, Error, Input, Job, KeepAll, KeyHint, MapOnlyJob, MapResult, Records, Result,
-    RunOptions, Runtime, Split, Stats,
+    Combiner, Emit, Error, Input, Job, KeepAll, KeyHint, MapOnlyJob, MapResult, RecordShape,
+    Records, Result, RunOptions, Runtime, Split, Stats,
 };
 use rand::Rng;
 use rayon::prelude::*;

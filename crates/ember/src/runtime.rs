@@ -32,6 +32,7 @@ use crate::pipeline;
 use crate::plan::{ContainerReason, ModeReason, Plan, Request, RunMode};
 use crate::pool::{Locality, Pool, Topology};
 use crate::progress::Watch;
+use crate::record_sort::{self, RecordShape};
 use crate::sample::{self, Sample};
 use crate::schedule::{default_split_size, map_source, Source};
 use crate::spill;
@@ -321,7 +322,7 @@ impl Runtime {
     pub fn sort_records(
         &self,
         input: &Input<'_>,
-        shape: spill::RecordShape,
+        shape: RecordShape,
         opts: &RunOptions,
         out: &mut dyn std::io::Write,
     ) -> Result<Stats> {
@@ -337,7 +338,7 @@ impl Runtime {
             )));
         }
         let memory = self.memory(opts, 0)?;
-        let sort = spill::Sort {
+        let sort = record_sort::Sort {
             data: input.part_bytes(0),
             input,
             shape,

@@ -6,8 +6,7 @@
 
 use std::path::Path;
 
-use ember::spill::RecordShape;
-use ember::{Error, Input, RunOptions, Runtime};
+use ember::{Error, Input, RecordShape, RunOptions, Runtime};
 use proptest::prelude::*;
 
 /// `n` records of `len` bytes: keys drawn from `keys` distinct values

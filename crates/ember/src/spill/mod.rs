@@ -26,10 +26,8 @@
 //! The parts: `codec` (how keys and states are written), `dir` (the spill
 //! directories), `write` (a worker's spill file, run by run), `read` (a
 //! run read back, its pages released as it goes), `merge` (the p-way
-//! merge of runs and in-memory entries), `range` (the key ranges of a
-//! merge of every run, merged apart) and `records` (the external sort of
-//! fixed-size records, [`Runtime::sort_records`](crate::Runtime::sort_records):
-//! runs of raw records, merged in key ranges).
+//! merge of runs and in-memory entries) and `range` (the key ranges of a
+//! merge of every run, merged apart).
 
 use std::path::Path;
 
@@ -41,7 +39,6 @@ mod encode;
 mod merge;
 mod range;
 mod read;
-mod records;
 mod write;
 
 pub use codec::{Codec, Compression, BLOCK};
@@ -51,8 +48,6 @@ pub use encode::{decode_len, encode_len, Encode};
 pub(crate) use merge::{merge, Source};
 pub(crate) use range::{Plan, Ranges};
 pub(crate) use read::{read_buffer, Spilled};
-pub use records::RecordShape;
-pub(crate) use records::Sort;
 pub(crate) use write::Writer;
 
 /// How a spill orders its entries in its run.
@@ -88,7 +83,7 @@ struct Mark<K> {
 }
 
 /// The error for a spill file or directory that could not be written.
-fn failed(path: &Path, source: std::io::Error) -> Error {
+pub(crate) fn failed(path: &Path, source: std::io::Error) -> Error {
     Error::Spill {
         path: path.to_path_buf(),
         source,

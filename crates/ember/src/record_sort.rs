@@ -28,11 +28,11 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{failed, SpillDir};
 use crate::error::{Error, Result};
 use crate::input::Input;
 use crate::memory::{Budget, Ledger};
 use crate::pool::Pool;
+use crate::spill::{failed, SpillDir};
 use crate::stats::{secs, Stats};
 
 /// The shape of fixed-size records sorted by a key of their first bytes.
@@ -61,7 +61,7 @@ impl RecordShape {
             )));
         }
         let n = bytes / self.len;
-        if bytes % self.len != 0 || n as u64 > u64::from(u32::MAX) + 1 {
+        if !bytes.is_multiple_of(self.len) || n as u64 > u64::from(u32::MAX) + 1 {
             return Err(Error::InvalidInput(format!(
                 "{bytes} bytes are not at most 2^32 whole {}-byte records",
                 self.len
