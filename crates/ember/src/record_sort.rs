@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::input::Input;
 use crate::memory::{Budget, Ledger};
 use crate::pool::Pool;
-use crate::spill::{failed, SpillDir};
+use crate::spill::{failed, punch_hole, SpillDir};
 use crate::stats::{secs, Stats};
 
 /// The shape of fixed-size records sorted by a key of their first bytes.
@@ -329,17 +329,36 @@ impl Sort<'_, '_> {
     fn merge(&self, runs: &[Run], ledger: &Ledger, out: &mut dyn Write) -> Result<()> {
         let cuts = self.pool.install(|| self.ranges(runs))?;
         let ranges = cuts.first().map_or(0, |c| c.len() - 1);
+        let mut released = vec![0u64; runs.len()];
         self.pool.ordered(
             (ranges, 2 * self.threads),
             |r| self.merge_range(runs, &cuts, r, ledger),
-            |_, merged| {
+            |r, merged| {
                 let merged = merged?;
                 out.write_all(&merged).map_err(Error::Output)?;
                 ledger.hand_over(merged.len() as u64);
+                self.punch(runs, &cuts, r, &mut released);
                 Ok(())
             },
         )?;
         out.flush().map_err(Error::Output)
+    }
+
+    /// Frees the disk space of every run file's whole pages below range
+    /// `r + 1` (ranges are written in order, and every read of a later
+    /// range starts at or after it), from `released[m]` on for run `m`, so
+    /// that the runs shrink as the merge goes (see `spill::punch_hole`).
+    fn punch(&self, runs: &[Run], cuts: &[Vec<usize>], r: usize, released: &mut [u64]) {
+        const PAGE: u64 = 4 << 10;
+        for (m, run) in runs.iter().enumerate() {
+            if let Stored::File(_, file) = &run.stored {
+                let upto = (cuts[m][r + 1] * self.shape.len) as u64 / PAGE * PAGE;
+                if upto > released[m] {
+                    punch_hole(file, released[m], upto - released[m]);
+                    released[m] = upto;
+                }
+            }
+        }
     }
 
     /// Merges range `r` of every run into one buffer, counted in the
@@ -462,17 +481,7 @@ impl LoserTree {
 }
 
 /// Reads `out.len()` bytes of `file` at `offset`.
-#[cfg(unix)]
 fn read_at(file: &File, out: &mut [u8], offset: u64) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     file.read_exact_at(out, offset)
-}
-
-/// Reads `out.len()` bytes of `file` at `offset`.
-#[cfg(not(unix))]
-fn read_at(file: &File, out: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = file.try_clone()?;
-    file.seek(SeekFrom::Start(offset))?;
-    file.read_exact(out)
 }

@@ -149,3 +149,67 @@ fn bad_shapes_and_partial_records_are_refused() {
     assert!(matches!(err, Err(Error::Config(_))), "{err:?}");
     assert!(out.is_empty());
 }
+
+/// Disk blocks the files under `dir` (and its subdirectories) hold.
+fn blocks_under(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .map(|e| {
+            let path = e.unwrap().path();
+            match path.is_dir() {
+                true => blocks_under(&path),
+                false => std::fs::metadata(&path).map_or(0, |m| m.blocks()),
+            }
+        })
+        .sum()
+}
+
+/// An output that notes, at every write, the disk blocks the runs hold.
+struct Watching<'d> {
+    dir: &'d Path,
+    seen: Vec<u64>,
+    bytes: Vec<u8>,
+}
+
+impl std::io::Write for Watching<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.seen.push(blocks_under(self.dir));
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The runs' disk space is freed range by range as the merge writes the
+/// output: the last write sees far fewer blocks than the first.
+#[test]
+fn the_runs_shrink_as_the_output_is_written() {
+    let shape = RecordShape { len: 100, key: 10 };
+    let data = records(100_000, shape, u64::MAX, 8);
+    let spill = tempfile::tempdir().unwrap();
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let opts = RunOptions::default()
+        .memory_limit(2 << 20)
+        .spill_dir(spill.path().to_path_buf());
+    let mut out = Watching {
+        dir: spill.path(),
+        seen: Vec::new(),
+        bytes: Vec::new(),
+    };
+    let stats = rt
+        .sort_records(&Input::bytes(&data), shape, &opts, &mut out)
+        .unwrap();
+    assert!(stats.memory.spills > 1);
+    assert!(out.bytes == plain(&data, shape));
+    let (first, last) = (out.seen[0], *out.seen.last().unwrap());
+    assert!(
+        last * 4 < first,
+        "blocks at the first write {first}, at the last {last}"
+    );
+}

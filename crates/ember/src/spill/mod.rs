@@ -47,7 +47,7 @@ pub(crate) use dir::{check_dir, default_dir, SpillDir};
 pub use encode::{decode_len, encode_len, Encode};
 pub(crate) use merge::{merge, Source};
 pub(crate) use range::{Plan, Ranges};
-pub(crate) use read::{read_buffer, Spilled};
+pub(crate) use read::{punch_hole, read_buffer, Spilled};
 pub(crate) use write::Writer;
 
 /// How a spill orders its entries in its run.
