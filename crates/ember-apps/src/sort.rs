@@ -34,8 +34,8 @@ use std::io::{self, Write};
 
 use ember::spill::{Codec, Compression};
 use ember::{
-    Combiner, Emit, Error, Input, Job, KeepAll, KeyHint, MapOnlyJob, MapResult, Records, Result,
-    RunOptions, Runtime, Split, Stats,
+    Combiner, Emit, Error, Input, Job, KeepAll, KeyHint, MapOnlyJob, MapResult, RecordShape,
+    Records, Result, RunOptions, Runtime, Split, Stats,
 };
 use rand::Rng;
 use rayon::prelude::*;
@@ -571,9 +571,19 @@ impl Job for ExternalJob {
     }
 }
 
+/// The records' shape for [`Runtime::sort_records`].
+const SHAPE: RecordShape = RecordShape {
+    len: RECORD_LEN,
+    key: KEY_LEN,
+};
+
 /// Sorts the records of `input` (one file, mapped or streamed) and writes
 /// them to `out` in order, within the memory budget of `opts` (else the
-/// machine's default): an external sort. Map keeps whole records; a worker
+/// machine's default): an external sort. An input held in memory or mapped
+/// is sorted by the runtime's record sort ([`Runtime::sort_records`]:
+/// runs of raw records sorted on packed keys, merged in key ranges; the
+/// split size is not used). A streamed input goes through a generic
+/// MapReduce job instead: map keeps whole records; a worker
 /// whose records pass its share of the budget sorts them and writes them
 /// to disk as runs; reduce merges every run (what the workers still hold
 /// is spilled too) in key ranges on the workers, and the records stream
@@ -596,6 +606,9 @@ pub fn external_sort(
         )));
     }
     check_len(input.len() as u64)?;
+    if !input.is_streamed() {
+        return rt.sort_records(input, SHAPE, opts, out);
+    }
     let mut record = [0u8; RECORD_LEN];
     let stats = rt.run_each(&ExternalJob, input, opts, |key, rest| {
         record[..KEY_LEN].copy_from_slice(&key.to_be_bytes()[..KEY_LEN]);

@@ -106,7 +106,20 @@ impl GuardedMap {
     /// keeps the file), so that unmapping after has little left to do.
     #[cfg(unix)]
     pub(crate) fn release_stripe(&self, k: usize, n: usize) {
-        let Range { start, end } = stripe(self.map.len(), k, n);
+        self.release(stripe(self.map.len(), k, n));
+    }
+
+    /// Lets go of the pages that lie wholly inside `range` of the map (as
+    /// [`release_stripe`](Self::release_stripe) does), for a reader done
+    /// with that part of the file.
+    #[cfg(unix)]
+    pub(crate) fn release(&self, range: Range<usize>) {
+        const PAGE: usize = 4 << 10;
+        let start = range.start.next_multiple_of(PAGE);
+        let end = match range.end >= self.map.len() {
+            true => self.map.len(),
+            false => range.end / PAGE * PAGE,
+        };
         if start < end {
             // SAFETY: the map is private and read-only, so it holds no
             // page of its own: a dropped page reads back from the file as

@@ -195,6 +195,15 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// Lets go of the mapped pages of `range` of part `part`, if that part
+    /// is a mapped file (the pages read back from the file if read again).
+    #[cfg(unix)]
+    pub(crate) fn release_range(&self, part: usize, range: std::ops::Range<usize>) {
+        if let Data::Mapped(m) = &self.parts[part].data {
+            m.release(range);
+        }
+    }
+
     /// True when the input is read in chunks rather than held in memory.
     pub fn is_streamed(&self) -> bool {
         self.parts

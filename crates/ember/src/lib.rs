@@ -62,6 +62,7 @@ mod plan;
 mod pool;
 mod predict;
 mod progress;
+mod record_sort;
 mod runtime;
 mod sample;
 mod schedule;
@@ -81,6 +82,7 @@ pub use job::{
 pub use key::{Bytes, Key};
 pub use options::RunOptions;
 pub use progress::Progress;
+pub use record_sort::RecordShape;
 pub use runtime::{Isolation, Output, Runtime, RuntimeBuilder};
 pub use stats::Stats;
 pub use trace::Trace;

@@ -32,6 +32,7 @@ use crate::pipeline;
 use crate::plan::{ContainerReason, ModeReason, Plan, Request, RunMode};
 use crate::pool::{Locality, Pool, Topology};
 use crate::progress::Watch;
+use crate::record_sort::{self, RecordShape};
 use crate::sample::{self, Sample};
 use crate::schedule::{default_split_size, map_source, Source};
 use crate::spill;
@@ -303,6 +304,56 @@ impl Runtime {
             self.pool.broadcast(|k| input.release_stripe(k, n));
         }
         drop(input);
+    }
+
+    /// Sorts fixed-size records by a key of their first bytes (`shape`)
+    /// and writes them to `out` in order, equal keys in input order: an
+    /// external sort within the run's memory budget
+    /// ([`RunOptions::memory_limit`], else the runtime's, else the
+    /// machine's default). The input is cut into runs that a worker's
+    /// share of the budget holds; each is sorted and, unless every record
+    /// fits the budget, written to the spill directory as raw records (a
+    /// mapped input's pages of the run let go); the runs are then merged
+    /// in key ranges on the workers while the ranges merged before are
+    /// written (see `docs/runtime.md`). The spill files are removed at the
+    /// end, on an error too.
+    ///
+    /// `input` is one part held in memory or mapped (a streamed input is
+    /// [`Error::Config`]); bytes that are not whole records, or more than
+    /// 2^32 records, are [`Error::InvalidInput`]; a spill file that cannot
+    /// be written or read is [`Error::Spill`], a failed write to `out`
+    /// [`Error::Output`], and a mapped file that changed during the sort
+    /// [`Error::InputChanged`] (after its records were written: write to a
+    /// file that is kept only on success).
+    pub fn sort_records(
+        &self,
+        input: &Input<'_>,
+        shape: RecordShape,
+        opts: &RunOptions,
+        out: &mut dyn std::io::Write,
+    ) -> Result<Stats> {
+        if input.parts() != 1 || input.is_streamed() {
+            return Err(Error::Config(format!(
+                "sorting records reads one file held in memory or mapped, not {} {}",
+                input.parts(),
+                if input.is_streamed() {
+                    "streamed parts"
+                } else {
+                    "parts"
+                }
+            )));
+        }
+        let memory = self.memory(opts, 0)?;
+        let sort = record_sort::Sort {
+            data: input.part_bytes(0),
+            input,
+            shape,
+            budget: memory.budget,
+            dir: spill::SpillDir::under(memory.dir),
+            threads: self.threads(),
+            pool: &self.pool,
+        };
+        sort.run(out)
     }
 
     /// Runs a job over the input; the output is sorted in the job's order.

@@ -72,7 +72,7 @@ impl SpillDir {
 
     /// The path of a new file for worker `w` (the directory is made on the
     /// first call).
-    pub(super) fn file(&self, w: usize) -> Result<PathBuf> {
+    pub(crate) fn file(&self, w: usize) -> Result<PathBuf> {
         let mut dir = self.dir.lock().unwrap_or_else(|p| p.into_inner());
         if dir.is_none() {
             // Made and registered under the lock, so that a signal's

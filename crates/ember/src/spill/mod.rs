@@ -47,7 +47,7 @@ pub(crate) use dir::{check_dir, default_dir, SpillDir};
 pub use encode::{decode_len, encode_len, Encode};
 pub(crate) use merge::{merge, Source};
 pub(crate) use range::{Plan, Ranges};
-pub(crate) use read::{read_buffer, Spilled};
+pub(crate) use read::{punch_hole, read_buffer, Spilled};
 pub(crate) use write::Writer;
 
 /// How a spill orders its entries in its run.
@@ -83,7 +83,7 @@ struct Mark<K> {
 }
 
 /// The error for a spill file or directory that could not be written.
-fn failed(path: &Path, source: std::io::Error) -> Error {
+pub(crate) fn failed(path: &Path, source: std::io::Error) -> Error {
     Error::Spill {
         path: path.to_path_buf(),
         source,

@@ -305,7 +305,7 @@ pub(super) const PAGE: u64 = 64 << 10;
 
 /// Deallocates `len` bytes of `file` from `offset` on (they read as zeros
 /// afterwards); does nothing where the system cannot.
-fn punch_hole(file: &File, offset: u64, len: u64) {
+pub(crate) fn punch_hole(file: &File, offset: u64, len: u64) {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
