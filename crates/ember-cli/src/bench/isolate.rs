@@ -18,6 +18,7 @@ use ember_apps::text::TextSpec;
 
 use super::harness::{measure, median, print_table, Contender, Measured, Row};
 use super::machine::all_threads;
+use super::perf;
 use super::rss;
 use super::BenchArgs;
 use crate::common::parse_size;
@@ -36,6 +37,11 @@ pub(crate) struct Args {
     /// Rows of histogram's image (10240 pixels each; default: WORKLOADS.md's).
     #[arg(long, default_value_t = BmpSpec::default().height)]
     image_rows: u32,
+    /// Then run each contender once more under `perf record -g` and print
+    /// the share of its samples in the kernel, the page-fault path and
+    /// lock contention.
+    #[arg(long)]
+    perf: bool,
     #[command(flatten)]
     bench: BenchArgs,
 }
@@ -97,6 +103,31 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let title = format!("isolate: histogram of a {image_mb:.0} MB image, {workers} workers");
     print_table(&title, image_mb, "MB", image_rows);
     print_ratios(&rows);
+    if a.perf {
+        print_profiles(&modes)?;
+    }
+    Ok(())
+}
+
+/// Each mode run once more under `perf`, and where its samples fell; one
+/// line if `perf` does not run here.
+fn print_profiles(modes: &[(String, Vec<OsString>)]) -> Result<()> {
+    if let Some(why) = perf::unavailable() {
+        println!("perf: not run ({why})");
+        return Ok(());
+    }
+    println!("perf (cpu-clock samples of one more run, workers included), share of samples in:");
+    println!(
+        "  {:<28} {:>8} {:>11} {:>11} {:>19}",
+        "contender", "kernel", "page faults", "lock waits", "faults on mmap lock"
+    );
+    for (name, args) in modes {
+        let p = perf::profile(args)?;
+        println!(
+            "  {name:<28} {:>7.1}% {:>10.1}% {:>10.1}% {:>18.1}%",
+            p.kernel, p.faults, p.lock_waits, p.mmap_lock_faults
+        );
+    }
     Ok(())
 }
 
