@@ -66,7 +66,8 @@ fn isolated(a: Args) -> Result<()> {
         paths: &files,
         header: 0,
     };
-    let (stats, run) = isolated::run_into(&a.run, &a.isolate, "sort", &[], input, &mut sorted)?;
+    let isolated::Ran { stats, run, .. } =
+        isolated::run_into(&a.run, &a.isolate, "sort", &[], input, &mut sorted)?;
     let start = std::time::Instant::now();
     write_output(Some(&a.out), |w| Ok(w.write_all(&sorted)?))?;
     eprintln!(

@@ -58,6 +58,11 @@ pub use shared::SharedInput;
 pub use spawn::{kill_workers, wait_exited};
 pub use worker::{worker_hook, ATTEMPT_ENV};
 
+/// Set in a map worker's environment, for a job that numbers lines
+/// ([`StreamJob::numbers_lines`](crate::stream::StreamJob::numbers_lines)),
+/// to the index of its split's first line over all the run's files.
+pub const FIRST_LINE_ENV: &str = "ember_map_input_first_line";
+
 use crate::error::{Error, Result};
 use crate::stream::Registry;
 
@@ -144,6 +149,9 @@ pub struct Report {
     /// Every worker process started: the map workers, then the reduce
     /// workers.
     pub workers: Vec<WorkerStats>,
+    /// The input's lines, if the job numbers them
+    /// ([`StreamJob::numbers_lines`](crate::stream::StreamJob::numbers_lines)).
+    pub lines: Option<u64>,
 }
 
 impl Report {
@@ -178,8 +186,9 @@ impl Report {
 ///
 /// A map worker sees Hadoop Streaming's `mapreduce_map_input_file`,
 /// `mapreduce_map_input_start` and `mapreduce_map_input_length` for its
-/// split, a reduce worker `mapreduce_task_partition` (its key range's
-/// index, from 0), and both [`ATTEMPT_ENV`].
+/// split (and [`FIRST_LINE_ENV`], for a job that numbers lines), a reduce
+/// worker `mapreduce_task_partition` (its key range's index, from 0), and
+/// both [`ATTEMPT_ENV`].
 pub fn run(
     registry: &Registry,
     name: &str,
@@ -192,7 +201,11 @@ pub fn run(
         return Err(Error::Config("workers must be at least 1".into()));
     }
     let job = registry.job(name, args)?;
-    let splits = splits::cut(files, opts, splits::Boundary::of(job.as_ref()))?;
+    let mut splits = splits::cut(files, opts, splits::Boundary::of(job.as_ref()))?;
+    let lines = match job.numbers_lines() {
+        true => Some(splits::number_lines(&mut splits, opts.header)?),
+        false => None,
+    };
     let program = std::env::current_exe().map_err(|e| Error::io("<current executable>", e))?;
     let launch = spawn::Launch {
         program,
@@ -211,6 +224,7 @@ pub fn run(
         splits: splits.len(),
         partitions: partitions.len(),
         workers,
+        lines,
     })
 }
 
