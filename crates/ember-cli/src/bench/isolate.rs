@@ -46,11 +46,13 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-/// A job of the bench: the `ember` arguments of its thread mode (its
-/// process mode adds `--isolate`).
+/// A job of the bench: the `ember` arguments of its thread mode, its
+/// command's words then the rest (its process mode adds `--isolate`
+/// between them).
 struct Workload {
     name: &'static str,
-    args: Vec<OsString>,
+    command: Vec<OsString>,
+    rest: Vec<OsString>,
 }
 
 impl Workload {
@@ -58,10 +60,11 @@ impl Workload {
     /// arguments of its `ember`.
     fn modes(&self) -> [(String, Vec<OsString>); 2] {
         [false, true].map(|isolate| {
-            let mut args = self.args.clone();
+            let mut args = self.command.clone();
             if isolate {
                 args.push("--isolate".into());
             }
+            args.extend(self.rest.iter().cloned());
             let mode = if isolate { "processes" } else { "threads" };
             (format!("{}, {mode}", self.name), args)
         })
@@ -135,33 +138,30 @@ fn print_profiles(modes: &[(String, Vec<OsString>)]) -> Result<()> {
 /// splits of `split` bytes), then histogram (`ember histogram` of
 /// `image`), each with `workers` threads or processes.
 fn workloads(text: &Path, image: &Path, workers: usize, split: u64) -> Vec<Workload> {
-    let stream = |job: &str, job_args: &[&str]| {
-        let mut args: Vec<OsString> = ["stream", "job", job].map(OsString::from).into();
-        args.extend(["-t".into(), workers.to_string().into()]);
-        args.extend(["--split-size".into(), split.to_string().into()]);
-        args.extend([text.as_os_str().to_owned(), "--".into()]);
-        args.extend(job_args.iter().map(OsString::from));
-        args
+    let stream = |name: &'static str, job_args: &[&str]| {
+        let mut rest: Vec<OsString> = vec!["-t".into(), workers.to_string().into()];
+        rest.extend(["--split-size".into(), split.to_string().into()]);
+        rest.extend([text.as_os_str().to_owned(), "--".into()]);
+        rest.extend(job_args.iter().map(OsString::from));
+        Workload {
+            name,
+            command: ["stream", "job", name].map(OsString::from).into(),
+            rest,
+        }
     };
-    let histogram = vec![
-        "histogram".into(),
-        image.as_os_str().to_owned(),
-        "-t".into(),
-        workers.to_string().into(),
-    ];
+    let histogram = Workload {
+        name: "histogram",
+        command: vec!["histogram".into()],
+        rest: vec![
+            image.as_os_str().to_owned(),
+            "-t".into(),
+            workers.to_string().into(),
+        ],
+    };
     vec![
-        Workload {
-            name: "wordcount",
-            args: stream("wordcount", &[]),
-        },
-        Workload {
-            name: "inverted-index",
-            args: stream("inverted-index", &["--doc", "d"]),
-        },
-        Workload {
-            name: "histogram",
-            args: histogram,
-        },
+        stream("wordcount", &[]),
+        stream("inverted-index", &["--doc", "d"]),
+        histogram,
     ]
 }
 
