@@ -34,6 +34,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use ember::spill::{Codec, Encode};
+use ember::stream::Text;
 use ember::{
     Bytes, Combiner, Emit, Error, Input, Job, KeepAll, Key, MapOnlyJob, MapResult, Records, Result,
     RunOptions, Runtime, Split, Stats,
@@ -90,6 +91,22 @@ impl Encode for PostingList {
     }
     fn decode(input: &mut &[u8]) -> Option<Self> {
         let ids = Vec::<DocId>::decode(input)?;
+        Some(PostingList {
+            last: *ids.last()?,
+            ids,
+        })
+    }
+}
+
+/// The ids' text, `id,id,...` (the streaming contract's form of a list),
+/// for an inverted index of lines run isolated
+/// ([`crate::stream::LineDocuments`]).
+impl Text for PostingList {
+    fn write_text(&self, out: &mut Vec<u8>) {
+        self.ids.write_text(out);
+    }
+    fn read_text(text: &[u8]) -> Option<Self> {
+        let ids = Vec::<DocId>::read_text(text)?;
         Some(PostingList {
             last: *ids.last()?,
             ids,
@@ -240,6 +257,18 @@ impl<'a> LineNumbers<'a> {
         self.lines
     }
 
+    /// The numbering with `first` lines before the input's first (the
+    /// input is a part of a larger one). Fails if the last line's id does
+    /// not fit a [`DocId`].
+    pub fn starting_at(mut self, first: u64) -> Result<Self> {
+        for block in self.first.iter_mut().flatten() {
+            *block += first;
+        }
+        self.lines += first;
+        check_doc_count(self.lines)?;
+        Ok(self)
+    }
+
     /// The number of the line starting at byte `offset` of part `part`.
     fn line_at(&self, part: usize, offset: usize) -> u64 {
         let block = offset / LINE_BLOCK;
@@ -266,6 +295,13 @@ impl<'a> InvertedIndex<'a> {
     /// Documents are lines, numbered by `lines`.
     pub fn lines(lines: LineNumbers<'a>) -> Self {
         InvertedIndex { lines: Some(lines) }
+    }
+
+    /// The job for merging posting lists only (combine and reduce, which
+    /// do not depend on what a document is): its map numbers documents
+    /// as files.
+    pub(crate) fn merging() -> Self {
+        InvertedIndex { lines: None }
     }
 
     /// Documents in the input.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Args as ClapArgs;
 use ember::{Bytes, Input, Runtime};
 use ember_apps::inverted_index::{
@@ -16,7 +16,7 @@ use ember_apps::text::TextSpec;
 
 use crate::common::{cache_dir, write_output, RunArgs};
 use crate::gen::TextArgs;
-use crate::isolated::{self, IsolateArgs};
+use crate::isolated::{self, IsolateArgs, Isolated};
 use crate::output;
 use crate::progress::bar as progress;
 
@@ -115,13 +115,21 @@ fn build_in_threads(a: &Args, paths: &[PathBuf]) -> Result<Streamed> {
     write_streamed(a, &rt, &input, docs)
 }
 
-/// Builds the index with the streaming job `inverted-index`, every split
-/// in a worker process, whose documents are named by their files: a name
-/// becomes the file's id. Returns it with the run's options for reporting
-/// it.
+/// Builds the index with a streaming job, every split in a worker
+/// process: for files, `inverted-index`, whose documents are named by
+/// their files (a name becomes the file's id); for lines,
+/// `inverted-index-lines`, whose ids are the thread mode's (the run gives
+/// each split its first line's id). Returns it with the run's options for
+/// reporting it.
 fn build_isolated(a: &Args, paths: &[PathBuf]) -> Result<(Streamed, RunArgs)> {
     if a.lines {
-        bail!("--lines: not with --isolate (numbering the lines of all the files is a pass of its own)");
+        let job = "inverted-index-lines";
+        let iso = isolated::run::<Bytes, Vec<DocId>>(&a.run, &a.isolate, job, &[], paths)?;
+        let documents = iso.lines.context("the isolated run did not number lines")?;
+        return write_isolated(a, iso, documents, |ids, doc_ids| {
+            doc_ids.extend(ids);
+            Ok(())
+        });
     }
     let iso = isolated::run::<Bytes, DocNames>(&a.run, &a.isolate, "inverted-index", &[], paths)?;
     // Standard input, the one document, is named by its shared memory.
@@ -131,11 +139,7 @@ fn build_isolated(a: &Args, paths: &[PathBuf]) -> Result<(Streamed, RunArgs)> {
         .enumerate()
         .map(|(id, p)| (p.as_os_str().as_bytes(), id as DocId))
         .collect();
-    let mut sink = a.output.as_deref().map(output::create).transpose()?;
-    let mut lines = sink.as_mut().map(IndexWriter::new);
-    let (mut postings, mut doc_ids) = (0, Vec::new());
-    for (word, names) in &iso.pairs {
-        doc_ids.clear();
+    write_isolated(a, iso, paths.len() as u64, |names, doc_ids| {
         for name in names.names() {
             let id = ids.get(name.as_bytes()).or(stdin.then_some(&0));
             let id = id.ok_or_else(|| {
@@ -144,6 +148,25 @@ fn build_isolated(a: &Args, paths: &[PathBuf]) -> Result<(Streamed, RunArgs)> {
             })?;
             doc_ids.push(*id);
         }
+        Ok(())
+    })
+}
+
+/// Writes an isolated run's index of `documents` documents to
+/// `--output`, if given: each word's document ids are what `ids_of` adds
+/// for its output, sorted.
+fn write_isolated<V>(
+    a: &Args,
+    iso: Isolated<Bytes, V>,
+    documents: u64,
+    mut ids_of: impl FnMut(&V, &mut Vec<DocId>) -> Result<()>,
+) -> Result<(Streamed, RunArgs)> {
+    let mut sink = a.output.as_deref().map(output::create).transpose()?;
+    let mut lines = sink.as_mut().map(IndexWriter::new);
+    let (mut postings, mut doc_ids) = (0, Vec::new());
+    for (word, out) in &iso.pairs {
+        doc_ids.clear();
+        ids_of(out, &mut doc_ids)?;
         doc_ids.sort_unstable();
         postings += doc_ids.len() as u64;
         if let (Some(w), Some(path)) = (&mut lines, &a.output) {
@@ -158,7 +181,7 @@ fn build_isolated(a: &Args, paths: &[PathBuf]) -> Result<(Streamed, RunArgs)> {
     let built = Streamed {
         words: iso.pairs.len() as u64,
         postings,
-        documents: paths.len() as u64,
+        documents,
         stats: iso.stats,
         numbering: None,
     };

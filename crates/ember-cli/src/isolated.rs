@@ -44,6 +44,8 @@ pub(crate) struct Isolated<K, V> {
     /// The command's options for reporting the run: `--stats` is off, its
     /// worker-process report already printed.
     pub(crate) run: RunArgs,
+    /// The input's lines, if the job numbers them.
+    pub(crate) lines: Option<u64>,
 }
 
 /// Runs the registry's job `job` (made from `args`) over `files` in worker
@@ -75,11 +77,30 @@ pub(crate) fn run_past_header<K: Text + Ord, V: Text>(
         paths: files,
         header,
     };
-    let (mut stats, run) = run_into(run, iso, job, args, input, &mut out)?;
+    let Ran {
+        mut stats,
+        run,
+        lines,
+    } = run_into(run, iso, job, args, input, &mut out)?;
     let mut pairs = decode::<K, V>(&out)?;
     pairs.sort_by(|a, b| a.0.cmp(&b.0));
     stats.distinct_keys = pairs.len() as u64;
-    Ok(Isolated { pairs, stats, run })
+    Ok(Isolated {
+        pairs,
+        stats,
+        run,
+        lines,
+    })
+}
+
+/// What [`run_into`] knows of its run.
+pub(crate) struct Ran {
+    /// As [`Isolated::stats`].
+    pub(crate) stats: Stats,
+    /// As [`Isolated::run`].
+    pub(crate) run: RunArgs,
+    /// As [`Isolated::lines`].
+    pub(crate) lines: Option<u64>,
 }
 
 /// The input of an isolated run: files, each past its first `header`
@@ -91,8 +112,7 @@ pub(crate) struct Files<'a> {
 }
 
 /// Runs the registry's job as [`run`] does, but writes its reduce's output
-/// to `out` as it is (sort's records). Returns what [`Isolated`] has but
-/// the pairs.
+/// to `out` as it is (sort's records).
 pub(crate) fn run_into(
     run: &RunArgs,
     iso: &IsolateArgs,
@@ -100,7 +120,7 @@ pub(crate) fn run_into(
     args: &[String],
     input: Files<'_>,
     out: &mut dyn Write,
-) -> Result<(Stats, RunArgs)> {
+) -> Result<Ran> {
     if let Some(option) = unsupported(run) {
         bail!("{option}: not with --isolate (a worker maps its split with the job's defaults)");
     }
@@ -135,7 +155,11 @@ pub(crate) fn run_into(
         stats: false,
         ..run.clone()
     };
-    Ok((stats, run))
+    Ok(Ran {
+        stats,
+        run,
+        lines: report.lines,
+    })
 }
 
 /// `paths` with standard input (`-`) read once into shared memory, which

@@ -68,7 +68,8 @@ fn isolated(a: Args) -> Result<()> {
     };
     // The output appears only once whole (see `output`).
     let mut w = output::create(&a.out)?;
-    let (stats, run) = isolated::run_into(&a.run, &a.isolate, "sort", &[], input, &mut w)?;
+    let isolated::Ran { stats, run, .. } =
+        isolated::run_into(&a.run, &a.isolate, "sort", &[], input, &mut w)?;
     w.finish()?;
     eprintln!(
         "# {} records sorted and written in {:.3} s (isolated)",

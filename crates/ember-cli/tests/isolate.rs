@@ -174,9 +174,10 @@ fn every_streaming_job_isolated_equals_threads() {
         binary_inputs(dir.path(), "bmp"),
         binary_inputs(dir.path(), "sort"),
     );
-    let cases: [(&str, Vec<PathBuf>, Vec<&str>); 7] = [
+    let cases: [(&str, Vec<PathBuf>, Vec<&str>); 8] = [
         ("wordcount", text.clone(), vec![]),
         ("inverted-index", text.clone(), vec!["--doc", "d"]),
+        ("inverted-index-lines", text.clone(), vec![]),
         ("string-match", vec![keys], vec!["cat", "DOG", "caf\u{e9}"]),
         ("kmeans", vec![points.clone()], vec!["--means", means]),
         ("linear-regression", vec![points], vec![]),
@@ -389,6 +390,7 @@ fn every_command_isolated_equals_threads() {
         with("wordcount", &text, &["-k", "3"]),
         with("wordcount", &text, &["-o", "-"]),
         with("inverted-index", &text, &["-o", out_arg]),
+        with("inverted-index", &text, &["--lines", "-o", out_arg]),
         with("histogram", std::slice::from_ref(&bmp), &["-o", out_arg]),
         with("linear-regression", std::slice::from_ref(&points), &[]),
         with("sort", std::slice::from_ref(&records), &["-o", out_arg]),
@@ -557,7 +559,7 @@ fn options_an_isolated_run_cannot_honour_are_one_line_errors() {
     let (text, keys, ..) = inputs(dir.path());
     let (a, b) = (text[0].to_str().unwrap(), text[1].to_str().unwrap());
     let k = keys.to_str().unwrap();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["wordcount", a, "--isolate", "--container", "hash"],
             "--container",
@@ -570,7 +572,6 @@ fn options_an_isolated_run_cannot_honour_are_one_line_errors() {
             &["wordcount", "hdfs://localhost:9/x", "--isolate"],
             "not 'hdfs://localhost:9/x'",
         ),
-        (&["inverted-index", a, "--isolate", "--lines"], "--lines"),
         (
             &["string-match", k, "--isolate", "--mode", "pipelined"],
             "--mode",

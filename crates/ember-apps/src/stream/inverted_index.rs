@@ -1,8 +1,15 @@
 //! The inverted index in the streaming contract: `word<TAB>doc,doc,...`.
 
-use ember::stream::{escape, unescape, Text};
-use ember::{Bytes, Combiner, Emit, Job, MapResult, Records, Split};
+use std::io::{BufRead, Write};
 
+use ember::isolate::FIRST_LINE_ENV;
+use ember::stream::{escape, unescape, Folding, StreamJob, Text};
+use ember::{
+    Bytes, Combiner, Emit, Error, Input, Job, MapResult, Records, Result, RunOptions, Runtime,
+    Split, Stats,
+};
+
+use crate::inverted_index::{InvertedIndex, LineNumbers};
 use crate::wordcount::{for_each_word, is_separator};
 
 use super::HADOOP_INPUT_FILE;
@@ -127,6 +134,47 @@ impl Job for DocumentWords {
     }
     fn reduce(&self, _word: &Bytes, docs: DocNames) -> DocNames {
         docs
+    }
+}
+
+/// The inverted index whose documents are lines, `word<TAB>id,id,...`
+/// with the ids of [`crate::inverted_index::Docs::Lines`]: a line's index
+/// over all the input's files. A map numbers its input's lines from
+/// [`FIRST_LINE_ENV`] (0 if unset), which an isolated run
+/// ([`ember::isolate::run`]) sets to its split's first line; its input
+/// must be in memory (a split of a file, not a stream).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LineDocuments;
+
+impl StreamJob for LineDocuments {
+    fn numbers_lines(&self) -> bool {
+        true
+    }
+
+    fn map(
+        &self,
+        runtime: &Runtime,
+        input: &Input<'_>,
+        opts: &RunOptions,
+        out: &mut dyn Write,
+    ) -> Result<Stats> {
+        let first = match std::env::var(FIRST_LINE_ENV) {
+            Ok(n) => n.parse().map_err(|_| {
+                Error::Config(format!("{FIRST_LINE_ENV}: '{n}' is not a line number"))
+            })?,
+            Err(_) => 0,
+        };
+        let (numbers, _) = LineNumbers::build(runtime, input, opts)?;
+        let job = InvertedIndex::lines(numbers.starting_at(first)?);
+        Folding(job).map(runtime, input, opts, out)
+    }
+
+    fn combine(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+        Folding(InvertedIndex::merging()).combine(name, input, out)
+    }
+
+    fn reduce(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+        Folding(InvertedIndex::merging()).reduce(name, input, out)
     }
 }
 

@@ -8,6 +8,11 @@
 //!   name is `--doc NAME`, else the environment's
 //!   `mapreduce_map_input_file` (which Hadoop Streaming sets to the file of
 //!   the map task's split), else `-`.
+//! - `inverted-index-lines`: `word<TAB>id,id,...`, documents are lines,
+//!   whose ids count the lines of all the files in order (`ember
+//!   inverted-index --lines`'s); a map numbers its split's lines from
+//!   the first line's id an isolated run gives it (see
+//!   [`LineDocuments`]).
 //! - `string-match [WORD...]`: `word<TAB>lines`, how many lines of the
 //!   keys file are each target word (default: the words `ember gen
 //!   string-match` plants).
@@ -54,7 +59,7 @@ pub mod sort;
 mod string_match;
 
 pub use histogram::{ChannelValue, Images};
-pub use inverted_index::{DocNames, DocumentWords, InDocument};
+pub use inverted_index::{DocNames, DocumentWords, InDocument, LineDocuments};
 pub use kmeans::{Round, Rows};
 pub use linear_regression::{Regression, TextPoints};
 pub use matrix::{CovarianceRows, EachRow, ProductRows, RowIndex, RowMap};
@@ -89,6 +94,14 @@ pub fn registry() -> Registry {
         "inverted-index",
         "word<TAB>doc,doc,...: map takes --doc NAME (else $mapreduce_map_input_file)",
         |args| Ok(Box::new(Folding(DocumentWords::from_args(args)?)) as Box<dyn StreamJob>),
+    );
+    registry.register(
+        "inverted-index-lines",
+        "word<TAB>line,line,...: documents are lines, ids counted over the files in order (map needs its input in memory: isolated)",
+        |args| {
+            no_arguments(args)?;
+            Ok(Box::new(LineDocuments) as Box<dyn StreamJob>)
+        },
     );
     registry.register(
         "string-match",
@@ -207,9 +220,10 @@ mod tests {
         let e = error("sorting", &[]);
         assert!(
             e.contains(
-                "unknown job 'sorting' (known: histogram, inverted-index, kmeans, \
-                 kmeans-rows, linear-regression, linear-regression-bytes, matmul-rows, \
-                 pca-cov, pca-mean, sort, string-match, string-match-offsets, wordcount)"
+                "unknown job 'sorting' (known: histogram, inverted-index, \
+                 inverted-index-lines, kmeans, kmeans-rows, linear-regression, \
+                 linear-regression-bytes, matmul-rows, pca-cov, pca-mean, sort, \
+                 string-match, string-match-offsets, wordcount)"
             ),
             "{e}"
         );

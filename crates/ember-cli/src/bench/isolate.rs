@@ -1,21 +1,24 @@
-//! `ember bench isolate`: streaming jobs with their splits mapped in
-//! worker processes (`ember stream job --isolate`, docs/isolation.md)
-//! against the same jobs in threads, in one run.
+//! `ember bench isolate`: word count, histogram and inverted index with
+//! their splits mapped in worker processes (`--isolate`,
+//! docs/isolation.md) against the same jobs in threads, in one run.
 //!
 //! Every contender is a child `ember` process: its CPU time, peak memory
 //! and page faults (`wait4`'s resource usage) cover the workers it
-//! started and reaped. Histogram is not a streaming job (its records are
-//! binary), so it is not here.
+//! started and reaped. Word count and inverted index run as `ember stream
+//! job`; histogram, whose records are binary, as `ember histogram` (its
+//! isolated mode maps the whole image in one worker process).
 
-use std::ffi::OsStr;
+use std::ffi::OsString;
 use std::path::Path;
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
+use ember_apps::histogram::BmpSpec;
 use ember_apps::text::TextSpec;
 
 use super::harness::{measure, median, print_table, Contender, Measured, Row};
 use super::machine::all_threads;
+use super::perf;
 use super::rss;
 use super::BenchArgs;
 use crate::common::parse_size;
@@ -24,15 +27,48 @@ use crate::common::parse_size;
 #[derive(ClapArgs)]
 #[command(mut_arg("threads", |a| a.help("Workers, threads or processes (default: all CPUs)")))]
 pub(crate) struct Args {
-    /// Corpus size (word count's Zipf corpus).
+    /// Corpus size (word count's and inverted index's Zipf corpus).
     #[arg(long, value_parser = parse_size, default_value = "128MiB")]
     size: u64,
-    /// Split size of both modes (default: the isolated mode's, fitted to
-    /// the input).
+    /// Split size of both modes of word count and inverted index
+    /// (default: the isolated mode's, fitted to the input).
     #[arg(long, value_parser = parse_size)]
     split_size: Option<u64>,
+    /// Rows of histogram's image (10240 pixels each; default: WORKLOADS.md's).
+    #[arg(long, default_value_t = BmpSpec::default().height)]
+    image_rows: u32,
+    /// Then run each contender once more under `perf record -g` and print
+    /// the share of its samples in the kernel, the page-fault path and
+    /// lock contention.
+    #[arg(long)]
+    perf: bool,
     #[command(flatten)]
     bench: BenchArgs,
+}
+
+/// A job of the bench: the `ember` arguments of its thread mode, its
+/// command's words then the rest (its process mode adds `--isolate`
+/// between them).
+struct Workload {
+    name: &'static str,
+    command: Vec<OsString>,
+    rest: Vec<OsString>,
+}
+
+impl Workload {
+    /// Its two modes, threads then processes: a row's name and the
+    /// arguments of its `ember`.
+    fn modes(&self) -> [(String, Vec<OsString>); 2] {
+        [false, true].map(|isolate| {
+            let mut args = self.command.clone();
+            if isolate {
+                args.push("--isolate".into());
+            }
+            args.extend(self.rest.iter().cloned());
+            let mode = if isolate { "processes" } else { "threads" };
+            (format!("{}, {mode}", self.name), args)
+        })
+    }
 }
 
 /// Runs `ember bench isolate`.
@@ -42,42 +78,91 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ..TextSpec::default()
     };
     let text = crate::gen::cached_text(&spec)?;
+    let image_spec = BmpSpec {
+        height: a.image_rows,
+        ..BmpSpec::default()
+    };
+    let image = crate::histogram::cached(image_spec)?;
     let workers = all_threads(a.bench.threads);
-    // Both modes cut the input alike, so that they differ in isolation only.
+    // Both modes cut the text alike, so that they differ in isolation only.
     let split = a
         .split_size
         .unwrap_or_else(|| (a.size / (workers as u64 * 4)).clamp(1 << 20, 64 << 20));
-    let contender = |job: &'static str, job_args: &'static [&'static str], isolate: bool| {
-        let mut args: Vec<String> = ["stream", "job", job, "-t"].map(String::from).into();
-        args.extend([
-            workers.to_string(),
-            "--split-size".into(),
-            split.to_string(),
-        ]);
-        if isolate {
-            args.push("--isolate".into());
-        }
-        let mode = if isolate { "processes" } else { "threads" };
-        let text = text.clone();
-        Contender::new(format!("{job}, {mode}"), move || {
-            child(&args, &text, job_args)
-        })
-    };
-    let contenders = vec![
-        contender("wordcount", &[], false),
-        contender("wordcount", &[], true),
-        contender("inverted-index", &["--doc", "d"], false),
-        contender("inverted-index", &["--doc", "d"], true),
-    ];
-    let rows = measure(a.bench.runs, contenders)?;
+    let workloads = workloads(&text, &image, workers, split);
+    let modes: Vec<_> = workloads.iter().flat_map(Workload::modes).collect();
+    let contenders = modes.iter().map(|(name, args)| {
+        let args = args.clone();
+        Contender::new(name, move || child(&args))
+    });
+    let rows = measure(a.bench.runs, contenders.collect())?;
+    let (text_rows, image_rows) = rows.split_at(4);
     let mb = a.size as f64 / 1e6;
     let title = format!(
         "isolate: {mb:.0} MB of text, {workers} workers, splits of {:.1} MiB",
         split as f64 / (1 << 20) as f64
     );
-    print_table(&title, mb, "MB", &rows);
+    print_table(&title, mb, "MB", text_rows);
+    let image_mb = image_spec.file_len() as f64 / 1e6;
+    let title = format!("isolate: histogram of a {image_mb:.0} MB image, {workers} workers");
+    print_table(&title, image_mb, "MB", image_rows);
     print_ratios(&rows);
+    if a.perf {
+        print_profiles(&modes)?;
+    }
     Ok(())
+}
+
+/// Each mode run once more under `perf`, and where its samples fell; one
+/// line if `perf` does not run here.
+fn print_profiles(modes: &[(String, Vec<OsString>)]) -> Result<()> {
+    if let Some(why) = perf::unavailable() {
+        println!("perf: not run ({why})");
+        return Ok(());
+    }
+    println!("perf (cpu-clock samples of one more run, workers included), share of samples in:");
+    println!(
+        "  {:<28} {:>8} {:>11} {:>11} {:>19}",
+        "contender", "kernel", "page faults", "lock waits", "faults on mmap lock"
+    );
+    for (name, args) in modes {
+        let p = perf::profile(args)?;
+        println!(
+            "  {name:<28} {:>7.1}% {:>10.1}% {:>10.1}% {:>18.1}%",
+            p.kernel, p.faults, p.lock_waits, p.mmap_lock_faults
+        );
+    }
+    Ok(())
+}
+
+/// Word count and inverted index (`ember stream job`, over `text`, in
+/// splits of `split` bytes), then histogram (`ember histogram` of
+/// `image`), each with `workers` threads or processes.
+fn workloads(text: &Path, image: &Path, workers: usize, split: u64) -> Vec<Workload> {
+    let stream = |name: &'static str, job_args: &[&str]| {
+        let mut rest: Vec<OsString> = vec!["-t".into(), workers.to_string().into()];
+        rest.extend(["--split-size".into(), split.to_string().into()]);
+        rest.extend([text.as_os_str().to_owned(), "--".into()]);
+        rest.extend(job_args.iter().map(OsString::from));
+        Workload {
+            name,
+            command: ["stream", "job", name].map(OsString::from).into(),
+            rest,
+        }
+    };
+    let histogram = Workload {
+        name: "histogram",
+        command: vec!["histogram".into()],
+        rest: vec![
+            image.as_os_str().to_owned(),
+            "-t".into(),
+            workers.to_string().into(),
+        ],
+    };
+    vec![
+        stream("wordcount", &[]),
+        stream("inverted-index", &["--doc", "d"]),
+        histogram,
+    ]
 }
 
 /// For each job (its threads row, then its processes row): the processes'
@@ -107,13 +192,10 @@ fn print_ratios(rows: &[Row]) {
     }
 }
 
-/// Runs `ember ARGS TEXT -- JOB_ARGS` as a child process, its output
-/// dropped: its times, peak memory and page faults, with its workers'.
-fn child(args: &[String], text: &Path, job_args: &[&str]) -> Result<Measured> {
-    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-    all.push(text.as_os_str());
-    all.push(OsStr::new("--"));
-    all.extend(job_args.iter().map(OsStr::new));
+/// Runs `ember ARGS` as a child process, its output dropped: its times,
+/// peak memory and page faults, with its workers'.
+fn child(args: &[OsString]) -> Result<Measured> {
+    let all: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
     let run = rss::run_self(&all)?;
     let usage = &run.usage;
     Ok(Measured {

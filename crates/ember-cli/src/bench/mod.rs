@@ -25,6 +25,7 @@ mod matrix_multiply;
 mod merge;
 mod numa;
 mod pca;
+mod perf;
 mod pipeline;
 mod roofline;
 mod rss;

@@ -58,6 +58,11 @@ pub use shared::SharedInput;
 pub use spawn::{kill_workers, wait_exited};
 pub use worker::{worker_hook, ATTEMPT_ENV};
 
+/// Set in a map worker's environment, for a job that numbers lines
+/// ([`StreamJob::numbers_lines`](crate::stream::StreamJob::numbers_lines)),
+/// to the index of its split's first line over all the run's files.
+pub const FIRST_LINE_ENV: &str = "ember_map_input_first_line";
+
 use crate::error::{Error, Result};
 use crate::stream::Registry;
 
@@ -176,6 +181,9 @@ pub struct Report {
     /// The channels of finished tasks kept on disk, past the memory limit
     /// ([`Options::memory_limit`]), of `splits + partitions`.
     pub disk_channels: usize,
+    /// The input's lines, if the job numbers them
+    /// ([`StreamJob::numbers_lines`](crate::stream::StreamJob::numbers_lines)).
+    pub lines: Option<u64>,
 }
 
 impl Report {
@@ -210,8 +218,9 @@ impl Report {
 ///
 /// A map worker sees Hadoop Streaming's `mapreduce_map_input_file`,
 /// `mapreduce_map_input_start` and `mapreduce_map_input_length` for its
-/// split, a reduce worker `mapreduce_task_partition` (its key range's
-/// index, from 0), and both [`ATTEMPT_ENV`].
+/// split (and [`FIRST_LINE_ENV`], for a job that numbers lines), a reduce
+/// worker `mapreduce_task_partition` (its key range's index, from 0), and
+/// both [`ATTEMPT_ENV`].
 pub fn run(
     registry: &Registry,
     name: &str,
@@ -224,7 +233,11 @@ pub fn run(
         return Err(Error::Config("workers must be at least 1".into()));
     }
     let job = registry.job(name, args)?;
-    let splits = splits::cut(files, opts, splits::Boundary::of(job.as_ref()))?;
+    let mut splits = splits::cut(files, opts, splits::Boundary::of(job.as_ref()))?;
+    let lines = match job.numbers_lines() {
+        true => Some(splits::number_lines(&mut splits, opts.header)?),
+        false => None,
+    };
     let program = std::env::current_exe().map_err(|e| Error::io("<current executable>", e))?;
     let launch = spawn::Launch {
         program,
@@ -246,6 +259,7 @@ pub fn run(
         partitions: partitions.len(),
         workers,
         disk_channels: all.filter(|c| c.on_disk()).count(),
+        lines,
     })
 }
 

@@ -51,6 +51,9 @@ pub(super) struct Split {
     pub(super) path: PathBuf,
     pub(super) start: u64,
     pub(super) end: u64,
+    /// The index of its first line over all the files, if the job numbers
+    /// lines ([`number_lines`]).
+    pub(super) first_line: Option<u64>,
 }
 
 /// `files` cut into splits of about the options' size, each ending at the
@@ -98,11 +101,54 @@ pub(super) fn cut(files: &[PathBuf], opts: &Options, boundary: Boundary) -> Resu
                 path: path.clone(),
                 start,
                 end,
+                first_line: None,
             });
             start = end;
         }
     }
     Ok(splits)
+}
+
+/// Numbers the lines of the files that `splits` (all of their splits, in
+/// order, each file's first at `header`) cut: sets each split's
+/// `first_line` to the index of its first line over all the files, and
+/// returns the lines of all the files (a last line without a newline
+/// counts; an empty file has none). One pass of newline counting over
+/// the input, in the page cache's pages (memory-mapped).
+pub(super) fn number_lines(splits: &mut [Split], header: u64) -> Result<u64> {
+    let mut before = 0; // lines of the files before this one
+    let mut file: Option<(memmap2::Mmap, usize, u64)> = None; // map, bytes counted, newlines
+    for split in splits.iter_mut() {
+        if split.start == header {
+            before += file.take().map_or(0, |f| lines_in(f, header));
+            let opened = File::open(&split.path).map_err(|e| Error::io(&split.path, e))?;
+            // SAFETY: read-only; the file is the run's input, which must
+            // not change while the run reads it (as for every worker).
+            let map =
+                unsafe { memmap2::Mmap::map(&opened) }.map_err(|e| Error::io(&split.path, e))?;
+            file = Some((map, header as usize, 0));
+        }
+        let Some((map, counted, newlines)) = &mut file else {
+            return Err(Error::Config("splits out of file order".into()));
+        };
+        let start = (split.start as usize).min(map.len());
+        *newlines += count_newlines(&map[(*counted).min(start)..start]);
+        *counted = start;
+        split.first_line = Some(before + *newlines);
+    }
+    Ok(before + file.map_or(0, |f| lines_in(f, header)))
+}
+
+/// The lines of a file whose bytes up to `counted` hold `newlines`
+/// newlines, past its first `header` bytes.
+fn lines_in((map, counted, newlines): (memmap2::Mmap, usize, u64), header: u64) -> u64 {
+    let rest = &map[counted.min(map.len())..];
+    let body = map.get(header as usize..).unwrap_or_default();
+    newlines + count_newlines(rest) + u64::from(body.last().is_some_and(|&b| b != b'\n'))
+}
+
+fn count_newlines(data: &[u8]) -> u64 {
+    memchr::memchr_iter(b'\n', data).count() as u64
 }
 
 /// Where the line holding byte `from` ends: after its newline, or `len`.
@@ -219,7 +265,40 @@ mod tests {
             path: path.clone(),
             start: 0,
             end,
+            first_line: None,
         };
         assert_eq!(splits, vec![whole(&a, 17), whole(&b, 300)]);
+    }
+
+    #[test]
+    fn lines_are_numbered_across_files_from_each_split_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let texts: [&[u8]; 4] = [
+            b"one\ntwo three\n\nfour\nlast line no newline",
+            b"",
+            b"x\ny\n",
+            b"z",
+        ];
+        let files: Vec<PathBuf> = (0..texts.len())
+            .map(|i| dir.path().join(i.to_string()))
+            .collect();
+        for (f, t) in files.iter().zip(texts) {
+            std::fs::write(f, t).unwrap();
+        }
+        let newlines = |t: &[u8]| t.iter().filter(|&&b| b == b'\n').count() as u64;
+        for size in 1..12 {
+            let opts = Options {
+                split_size: Some(size),
+                ..Options::default()
+            };
+            let mut splits = cut(&files, &opts, Boundary::Line).unwrap();
+            assert_eq!(number_lines(&mut splits, 0).unwrap(), 8, "size {size}");
+            for s in &splits {
+                let i = files.iter().position(|f| *f == s.path).unwrap();
+                let before = [0, 5, 5, 7][i];
+                let want = before + newlines(&texts[i][..s.start as usize]);
+                assert_eq!(s.first_line, Some(want), "size {size}, {s:?}");
+            }
+        }
     }
 }

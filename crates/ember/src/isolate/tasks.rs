@@ -8,7 +8,7 @@ use super::shared;
 use super::spawn::Spec;
 use super::splits::Split;
 use super::supervise::Assignment;
-use super::Task;
+use super::{Task, FIRST_LINE_ENV};
 use crate::error::{Death, Error};
 use crate::stream::Role;
 
@@ -17,10 +17,13 @@ impl Assignment for Split {
         let numbers = [self.start, self.end].map(|n| OsString::from(n.to_string()));
         let mut args = vec![self.path.clone().into_os_string()];
         args.extend(numbers);
+        let first_line = self
+            .first_line
+            .map(|n| (FIRST_LINE_ENV, n.to_string().into()));
         Spec {
             role: Role::Map,
             args,
-            env: vec![
+            env: [
                 (
                     "mapreduce_map_input_file",
                     self.path.clone().into_os_string(),
@@ -30,7 +33,10 @@ impl Assignment for Split {
                     "mapreduce_map_input_length",
                     (self.end - self.start).to_string().into(),
                 ),
-            ],
+            ]
+            .into_iter()
+            .chain(first_line)
+            .collect(),
             // A file named by a descriptor of this process (in-memory
             // input) opens in the worker by the same name.
             inherit: shared::descriptor(&self.path).into_iter().collect(),

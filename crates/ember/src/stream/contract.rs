@@ -95,6 +95,15 @@ pub trait StreamJob: Send + Sync {
     fn records(&self) -> Records {
         Records::Lines
     }
+    /// Whether a map worker of an isolated run ([`crate::isolate::run`])
+    /// needs the index of its split's first line over all the run's files
+    /// (0-based, the files in order, a last line without a newline
+    /// counted), which it finds in [`crate::isolate::FIRST_LINE_ENV`]: a
+    /// job whose records are numbered lines. Default: no (numbering costs
+    /// the parent a pass over the input).
+    fn numbers_lines(&self) -> bool {
+        false
+    }
     /// Maps `input` on `runtime` with `opts` and writes the partial
     /// aggregates: one `key<TAB>state` line per distinct key, in the
     /// order of the keys' text (the order reduce reads).
