@@ -106,7 +106,16 @@ impl GuardedMap {
     /// keeps the file), so that unmapping after has little left to do.
     #[cfg(unix)]
     pub(crate) fn release_stripe(&self, k: usize, n: usize) {
-        let Range { start, end } = stripe(self.map.len(), k, n);
+        self.release_range(stripe(self.map.len(), k, n));
+    }
+
+    /// Lets go of the pages that lie wholly inside byte range `range` of
+    /// the map (a page it shares with bytes outside stays: another split
+    /// may be reading it).
+    #[cfg(unix)]
+    pub(crate) fn release_range(&self, range: Range<usize>) {
+        let start = range.start.next_multiple_of(PAGE);
+        let end = (range.end / PAGE * PAGE).min(self.map.len());
         if start < end {
             // SAFETY: the map is private and read-only, so it holds no
             // page of its own: a dropped page reads back from the file as
@@ -157,10 +166,13 @@ impl Drop for GuardedMap {
     }
 }
 
+/// The page size that [`Mapped::release_range`] aligns to (a multiple of
+/// the system's on the platforms ember runs on).
+const PAGE: usize = 4 << 10;
+
 /// The `k`-th of `n` stripes of `0..len`: about equal, each starting on
 /// a page, together all of it.
 fn stripe(len: usize, k: usize, n: usize) -> Range<usize> {
-    const PAGE: usize = 4 << 10;
     let edge = |i: usize| match i {
         i if i >= n => len,
         i => (len / n * i).next_multiple_of(PAGE).min(len),
@@ -495,11 +507,12 @@ mod tests {
         }
     }
 
-    /// Released stripes give their pages back (the map's resident size in
-    /// `smaps` drops to nothing) and still read as the file.
+    /// Released stripes and ranges give their pages back (the map's
+    /// resident size in `smaps` drops to nothing, or to the pages a range
+    /// shares with bytes outside it) and still read as the file.
     #[cfg(target_os = "linux")]
     #[test]
-    fn released_stripes_give_pages_back_and_read_the_same() {
+    fn released_stripes_and_ranges_give_pages_back_and_read_the_same() {
         let data: Vec<u8> = (0..(4 << 20) + 333).map(|i| (i % 251) as u8).collect();
         let mut file = tempfile::tempfile().unwrap();
         std::io::Write::write_all(&mut file, &data).unwrap();
@@ -521,6 +534,11 @@ mod tests {
             map.release_stripe(k, 3);
         }
         assert_eq!(rss_kb(), 0);
+        assert_eq!(map.bytes(), &data[..]);
+        // A range lets go of the pages wholly inside it only: the first
+        // and the last page, which it shares with bytes outside, stay.
+        map.release_range(1..data.len() - 1);
+        assert_eq!(rss_kb(), 8);
         assert_eq!(map.bytes(), &data[..]);
     }
 }

@@ -195,6 +195,15 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// Lets go of the pages wholly inside bytes `range` of part `part`, if
+    /// it is a mapped file (see [`RunOptions::release_mapped`](crate::RunOptions::release_mapped)).
+    #[cfg(unix)]
+    pub(crate) fn release_range(&self, part: usize, range: std::ops::Range<usize>) {
+        if let Data::Mapped(m) = &self.parts[part].data {
+            m.release_range(range);
+        }
+    }
+
     /// True when the input is read in chunks rather than held in memory.
     pub fn is_streamed(&self) -> bool {
         self.parts
