@@ -111,11 +111,15 @@ impl GuardedMap {
 
     /// Lets go of the pages that lie wholly inside byte range `range` of
     /// the map (a page it shares with bytes outside stays: another split
-    /// may be reading it).
+    /// may be reading it); a range to the map's end takes its last page.
     #[cfg(unix)]
     pub(crate) fn release_range(&self, range: Range<usize>) {
+        let len = self.map.len();
         let start = range.start.next_multiple_of(PAGE);
-        let end = (range.end / PAGE * PAGE).min(self.map.len());
+        let end = match range.end {
+            e if e >= len => len,
+            e => e / PAGE * PAGE,
+        };
         if start < end {
             // SAFETY: the map is private and read-only, so it holds no
             // page of its own: a dropped page reads back from the file as
@@ -535,10 +539,16 @@ mod tests {
         }
         assert_eq!(rss_kb(), 0);
         assert_eq!(map.bytes(), &data[..]);
-        // A range lets go of the pages wholly inside it only: the first
-        // and the last page, which it shares with bytes outside, stay.
-        map.release_range(1..data.len() - 1);
-        assert_eq!(rss_kb(), 8);
+        // A range lets go of the pages wholly inside it (the kernel may
+        // drop a whole huge page they are part of), none if there is none.
+        let before = rss_kb();
+        map.release_range(PAGE / 2..PAGE + PAGE / 2);
+        assert_eq!(rss_kb(), before);
+        map.release_range(PAGE / 2..10 * PAGE + 5);
+        assert!(before - rss_kb() >= 9 * 4, "{before} KiB before");
+        // To the map's end, its last (partial) page goes too.
+        map.release_range(0..data.len());
+        assert_eq!(rss_kb(), 0);
         assert_eq!(map.bytes(), &data[..]);
     }
 }
