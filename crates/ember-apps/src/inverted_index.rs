@@ -405,7 +405,9 @@ fn job_for<'a>(
     Ok(match docs {
         Docs::Files => (InvertedIndex::files(input)?, None),
         Docs::Lines => {
-            let (lines, stats) = LineNumbers::build(rt, input, opts)?;
+            // The index run reads the input again: the numbering keeps it.
+            let numbering = opts.clone().release_mapped(false);
+            let (lines, stats) = LineNumbers::build(rt, input, &numbering)?;
             (InvertedIndex::lines(lines), Some(stats))
         }
     })

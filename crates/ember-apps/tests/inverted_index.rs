@@ -23,7 +23,9 @@ fn spec(size: u64, vocab: usize, seed: u64) -> TextSpec {
 }
 
 /// Checks ember against the sequential index for every thread count and
-/// split size; returns the index.
+/// split size, with a mapped input's pages kept and let go as they are
+/// mapped (every run after the first then reads pages a run let go);
+/// returns the index.
 fn check_all(input: &Input<'_>, docs: Docs) -> Index {
     let parts: Vec<&[u8]> = (0..input.parts()).map(|p| input.part_bytes(p)).collect();
     let want = sequential(&parts, docs).unwrap();
@@ -33,12 +35,15 @@ fn check_all(input: &Input<'_>, docs: Docs) -> Index {
     );
     for threads in THREADS {
         let rt = Runtime::builder().threads(threads).build().unwrap();
-        for split_size in SPLITS {
-            let opts = RunOptions::default().split_size(split_size);
+        for (split_size, release) in SPLITS.into_iter().flat_map(|s| [(s, false), (s, true)]) {
+            let opts = RunOptions::default()
+                .split_size(split_size)
+                .release_mapped(release);
             let got = build(&rt, input, docs, &opts).unwrap();
             assert!(
                 got.index == want,
-                "{docs:?}, {threads} threads, split {split_size:?}: ember differs"
+                "{docs:?}, {threads} threads, split {split_size:?}, release {release}: \
+                 ember differs"
             );
             assert_eq!(got.stats.distinct_keys, want.len() as u64);
         }

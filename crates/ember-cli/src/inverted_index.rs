@@ -197,6 +197,9 @@ fn write_streamed(a: &Args, rt: &Runtime, input: &Input<'_>, docs: Docs) -> Resu
     let built = a
         .run
         .with_progress(|o| {
+            // The index is all the run keeps of the input: a mapped file's
+            // pages go as they are indexed.
+            let o = &o.clone().release_mapped(true);
             build_each(rt, input, docs, o, |word, ids| match &mut lines {
                 Some(w) => w.write(&word, &ids).map_err(ember::Error::Output),
                 None => Ok(()),

@@ -106,19 +106,19 @@ impl GuardedMap {
     /// keeps the file), so that unmapping after has little left to do.
     #[cfg(unix)]
     pub(crate) fn release_stripe(&self, k: usize, n: usize) {
-        self.release(stripe(self.map.len(), k, n));
+        self.release_range(stripe(self.map.len(), k, n));
     }
 
-    /// Lets go of the pages that lie wholly inside `range` of the map (as
-    /// [`release_stripe`](Self::release_stripe) does), for a reader done
-    /// with that part of the file.
+    /// Lets go of the pages that lie wholly inside byte range `range` of
+    /// the map (a page it shares with bytes outside stays: another split
+    /// may be reading it); a range to the map's end takes its last page.
     #[cfg(unix)]
-    pub(crate) fn release(&self, range: Range<usize>) {
-        const PAGE: usize = 4 << 10;
+    pub(crate) fn release_range(&self, range: Range<usize>) {
+        let len = self.map.len();
         let start = range.start.next_multiple_of(PAGE);
-        let end = match range.end >= self.map.len() {
-            true => self.map.len(),
-            false => range.end / PAGE * PAGE,
+        let end = match range.end {
+            e if e >= len => len,
+            e => e / PAGE * PAGE,
         };
         if start < end {
             // SAFETY: the map is private and read-only, so it holds no
@@ -170,10 +170,13 @@ impl Drop for GuardedMap {
     }
 }
 
+/// The page size that [`Mapped::release_range`] aligns to (a multiple of
+/// the system's on the platforms ember runs on).
+const PAGE: usize = 4 << 10;
+
 /// The `k`-th of `n` stripes of `0..len`: about equal, each starting on
 /// a page, together all of it.
 fn stripe(len: usize, k: usize, n: usize) -> Range<usize> {
-    const PAGE: usize = 4 << 10;
     let edge = |i: usize| match i {
         i if i >= n => len,
         i => (len / n * i).next_multiple_of(PAGE).min(len),
@@ -508,11 +511,12 @@ mod tests {
         }
     }
 
-    /// Released stripes give their pages back (the map's resident size in
-    /// `smaps` drops to nothing) and still read as the file.
+    /// Released stripes and ranges give their pages back (the map's
+    /// resident size in `smaps` drops to nothing, or to the pages a range
+    /// shares with bytes outside it) and still read as the file.
     #[cfg(target_os = "linux")]
     #[test]
-    fn released_stripes_give_pages_back_and_read_the_same() {
+    fn released_stripes_and_ranges_give_pages_back_and_read_the_same() {
         let data: Vec<u8> = (0..(4 << 20) + 333).map(|i| (i % 251) as u8).collect();
         let mut file = tempfile::tempfile().unwrap();
         std::io::Write::write_all(&mut file, &data).unwrap();
@@ -533,6 +537,17 @@ mod tests {
         for k in 0..3 {
             map.release_stripe(k, 3);
         }
+        assert_eq!(rss_kb(), 0);
+        assert_eq!(map.bytes(), &data[..]);
+        // A range lets go of the pages wholly inside it (the kernel may
+        // drop a whole huge page they are part of), none if there is none.
+        let before = rss_kb();
+        map.release_range(PAGE / 2..PAGE + PAGE / 2);
+        assert_eq!(rss_kb(), before);
+        map.release_range(PAGE / 2..10 * PAGE + 5);
+        assert!(before - rss_kb() >= 9 * 4, "{before} KiB before");
+        // To the map's end, its last (partial) page goes too.
+        map.release_range(0..data.len());
         assert_eq!(rss_kb(), 0);
         assert_eq!(map.bytes(), &data[..]);
     }

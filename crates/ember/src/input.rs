@@ -195,12 +195,12 @@ impl<'a> Input<'a> {
         }
     }
 
-    /// Lets go of the mapped pages of `range` of part `part`, if that part
-    /// is a mapped file (the pages read back from the file if read again).
+    /// Lets go of the pages wholly inside bytes `range` of part `part`, if
+    /// it is a mapped file (see [`RunOptions::release_mapped`](crate::RunOptions::release_mapped)).
     #[cfg(unix)]
     pub(crate) fn release_range(&self, part: usize, range: std::ops::Range<usize>) {
         if let Data::Mapped(m) = &self.parts[part].data {
-            m.release(range);
+            m.release_range(range);
         }
     }
 

@@ -53,6 +53,13 @@ pub struct RunOptions {
     /// system's temporary directory). Each run that spills makes a
     /// directory of its own there and removes it when it ends.
     pub spill_dir: Option<PathBuf>,
+    /// Let go of a memory-mapped input's pages as each split is mapped
+    /// (barrier mode), for an input the run reads once: the run's resident
+    /// memory then holds the splits being mapped, not the whole input. The
+    /// page cache keeps the file; a later read of the input faults its
+    /// pages back (slower, the same bytes), so a caller that maps one input
+    /// for many runs leaves this off (the default).
+    pub release_mapped: bool,
 }
 
 setters!(RunOptions {
@@ -70,6 +77,12 @@ setters!(RunOptions {
 });
 
 impl RunOptions {
+    /// Sets [`RunOptions::release_mapped`].
+    pub fn release_mapped(mut self, release: bool) -> Self {
+        self.release_mapped = release;
+        self
+    }
+
     /// Sets [`RunOptions::pipeline`].
     pub fn pipeline(mut self, pipeline: PipelineOptions) -> Self {
         self.pipeline = pipeline;

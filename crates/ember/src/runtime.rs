@@ -722,7 +722,7 @@ impl Runtime {
         opts: &RunOptions,
     ) -> Result<Source<'i, 'a>> {
         if !input.is_streamed() {
-            return Ok(Source::Memory(input, splits));
+            return Ok(Source::Memory(input, splits, opts.release_mapped));
         }
         let buffers = opts.chunk_buffers.unwrap_or(DEFAULT_CHUNK_BUFFERS);
         let chunk_size = opts.chunk_size.unwrap_or_else(|| {

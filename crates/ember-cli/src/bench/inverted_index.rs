@@ -2,6 +2,7 @@
 //! (the baseline) and partitioned as ember's reduce is.
 
 use std::cell::Cell;
+use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use anyhow::{ensure, Result};
@@ -105,12 +106,20 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let mut more = vec![baseline("sequential, partitioned", sequential_partitioned)];
     more.extend(roofline::tokenizer(&paths, threads, words));
     more.extend(roofline::bandwidth(&paths, threads));
-    let v = versus(
+    let mut v = versus(
         a.bench,
         baseline("sequential (1 thread)", sequential),
         ember,
         more,
     )?;
+    // The bench holds the oracle index beside every run's.
+    let mut args = vec![OsStr::new("inverted-index")];
+    args.extend(paths.iter().map(|p| p.as_os_str()));
+    if docs == Docs::Lines {
+        args.push(OsStr::new("--lines"));
+    }
+    args.extend([OsStr::new("-o"), OsStr::new("-")]);
+    v.measure_command(&args)?;
     let postings: usize = want.iter().map(|(_, ids)| ids.len()).sum();
     let shape = match docs {
         Docs::Lines => "lines".to_string(),

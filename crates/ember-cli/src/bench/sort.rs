@@ -87,7 +87,17 @@ pub(crate) fn run(a: Args) -> Result<()> {
         Ok(m)
     })
     .role(Role::Work(all));
-    let v = versus(a.bench, sequential, ember, vec![rayon])?;
+    let mut v = versus(a.bench, sequential, ember, vec![rayon])?;
+    // The bench holds the oracle, the reused output buffer and rayon's
+    // records beside every run's memory.
+    let file = cached_records(a.records)?;
+    let args = [
+        "sort".as_ref(),
+        file.as_os_str(),
+        "-o".as_ref(),
+        "-".as_ref(),
+    ];
+    v.measure_command(&args)?;
     let mb = data.len() as f64 / 1e6;
     v.print(
         &format!(

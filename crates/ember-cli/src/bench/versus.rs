@@ -5,6 +5,7 @@
 //! ([`Versus::print_speedup`]), the roofline and scaling lines
 //! ([`Versus::print_roofline`]) and the phases of ember's last run.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -14,6 +15,7 @@ use ember::{Runtime, Stats};
 use super::harness::{binding_limit, measure, mib, print_table, Contender, Measured, Row};
 use super::machine::all_threads;
 use super::roofline::{self, Role};
+use super::rss;
 use super::BenchArgs;
 
 /// The rows of a workload bench, as [`versus`] measured them.
@@ -23,6 +25,17 @@ pub(crate) struct Versus {
     /// The baseline, ember on one thread, ember on all threads, then the
     /// other rows.
     pub(crate) rows: Vec<Row>,
+    /// Ember's peak RSS on all threads as its own process, if measured
+    /// ([`Versus::measure_command`]): then the peak the summary reports.
+    pub(crate) command: Option<CommandPeak>,
+}
+
+/// One run of the workload's `ember` command as a child process.
+pub(crate) struct CommandPeak {
+    /// The command line, `ember` and its arguments.
+    pub(crate) line: String,
+    /// Its peak RSS, bytes.
+    pub(crate) peak: u64,
 }
 
 /// The name of ember's row on `threads` threads.
@@ -59,6 +72,7 @@ pub(crate) fn versus<'a>(
     Ok(Versus {
         threads,
         rows: measure(bench.runs, contenders)?,
+        command: None,
     })
 }
 
@@ -114,6 +128,25 @@ impl Versus {
     /// Ember's row on all threads.
     pub(crate) fn ember_all(&self) -> &Row {
         &self.rows[2]
+    }
+
+    /// Runs the workload's own command, `ember` with `args` (which write
+    /// its output to standard output, dropped) and `--threads` of the
+    /// all-threads row, once as a child process, and keeps its peak RSS as
+    /// ember's. For a bench whose process holds what a user's run does
+    /// not (the sequential oracle, a reused output buffer, the other
+    /// contenders' memory), the in-process row's peak counts all of it.
+    pub(crate) fn measure_command(&mut self, args: &[&OsStr]) -> Result<()> {
+        let threads = self.threads.to_string();
+        let mut all = args.to_vec();
+        all.extend([OsStr::new("--threads"), OsStr::new(&threads)]);
+        let run = rss::run_self(&all)?;
+        let words: Vec<_> = all.iter().map(|a| a.to_string_lossy()).collect();
+        self.command = rss::peak_of(&run.usage).map(|peak| CommandPeak {
+            line: format!("ember {}", words.join(" ")),
+            peak,
+        });
+        Ok(())
     }
 
     /// Prints the table (see [`print_table`]).
@@ -175,15 +208,26 @@ impl Versus {
             );
         }
         let peak = all.peak().map(|p| p.peak);
+        let ratio = |p: u64| p as f64 / input.max(1) as f64;
         if let Some(p) = peak {
             println!(
-                "peak RSS of {}: {:.0} MiB, {:.2}x the input's {:.0} MiB",
+                "peak RSS of {} (in this process): {:.0} MiB, {:.2}x the input's {:.0} MiB",
                 all.name,
                 mib(p),
-                p as f64 / input.max(1) as f64,
+                ratio(p),
                 mib(input)
             );
         }
+        if let Some(c) = &self.command {
+            println!(
+                "peak RSS of `{}` (a child process): {:.0} MiB, {:.2}x the input's {:.0} MiB",
+                c.line,
+                mib(c.peak),
+                ratio(c.peak),
+                mib(input)
+            );
+        }
+        let peak = self.command.as_ref().map(|c| c.peak).or(peak);
         let limit = binding_limit(&self.rows, all.role);
         roofline::record(roofline::Line {
             workload: workload.into(),

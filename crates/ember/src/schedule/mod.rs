@@ -144,8 +144,10 @@ pub(crate) fn malformed(m: Malformed, input: &Input<'_>, (part, offset): (usize,
 
 /// Where a run's map input comes from.
 pub(crate) enum Source<'i, 'a> {
-    /// An in-memory input and the splits to map.
-    Memory(&'i Input<'a>, Vec<SplitRange>),
+    /// An in-memory input and the splits to map; with `true`, a mapped
+    /// file's pages are let go as each split is mapped
+    /// ([`RunOptions::release_mapped`](crate::RunOptions::release_mapped)).
+    Memory(&'i Input<'a>, Vec<SplitRange>, bool),
     /// A streamed input, read in chunks of splits of `split_size` bytes,
     /// `buffers` chunks at a time.
     Stream {
@@ -186,14 +188,22 @@ pub(crate) fn map_source<W: Send>(
     };
     let _phase = watch.phase(Phase::Map);
     match source {
-        Source::Memory(input, splits) => {
+        Source::Memory(input, splits, release) => {
             let (workers, nodes) = map_splits(
                 pool,
                 (input, 0, splits.len()),
                 (watch, Phase::Map),
                 |i| split_in(input, &splits[i]),
                 new_worker,
-                map,
+                |w, i, split| {
+                    let pairs = map(w, i, split)?;
+                    #[cfg(unix)]
+                    if release {
+                        let s = &splits[i];
+                        input.release_range(s.part, s.start..s.end);
+                    }
+                    Ok(pairs)
+                },
             )?;
             add_nodes(&mut stats.nodes, nodes);
             Ok(workers)
