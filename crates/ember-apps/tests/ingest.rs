@@ -116,7 +116,7 @@ fn chunked_equals_mmap_for_every_chunk_size() {
     let tmp = tempdir("sizes");
     let dir = tmp.path();
     let data = corpus(3 << 20, 11);
-    let file = write(&dir, "corpus.txt", &data);
+    let file = write(dir, "corpus.txt", &data);
     assert!(Input::open([&file], Ingest::Mmap).unwrap().is_mapped());
     assert_chunked_equals_mmap(
         "word count",
@@ -248,7 +248,7 @@ proptest! {
     ) {
         let tmp = tempdir("prop");
         let dir = tmp.path();
-        let paths: Vec<PathBuf> = parts.iter().enumerate().map(|(i, p)| write(&dir, &format!("p{i}"), p.as_bytes())).collect();
+        let paths: Vec<PathBuf> = parts.iter().enumerate().map(|(i, p)| write(dir, &format!("p{i}"), p.as_bytes())).collect();
         let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
         let rt = Runtime::builder().threads(2).build().unwrap();
         let (got, _) = counts(&rt, &Input::open(&paths, Ingest::Chunked).unwrap(), chunk, buffers);
@@ -266,8 +266,8 @@ fn inverted_index_of_a_thousand_small_files_chunked_equals_mmap() {
         zipf: 1.0,
         seed: 12,
     };
-    inverted_index::write_docs(&spec, 1000, &dir, |_| {}).unwrap();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+    inverted_index::write_docs(&spec, 1000, dir, |_| {}).unwrap();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
@@ -294,7 +294,7 @@ fn inverted_index_of_lines_refuses_a_streamed_input() {
     let tmp = tempdir("ii-lines");
     let dir = tmp.path();
     let data = corpus(200_000, 13);
-    let file = write(&dir, "lines.txt", &data);
+    let file = write(dir, "lines.txt", &data);
     let rt = Runtime::builder().threads(2).build().unwrap();
     let streamed = Input::open([&file], Ingest::Chunked).unwrap();
     let e = inverted_index::build(&rt, &streamed, Docs::Lines, &chunk_opts(4096, 2))
@@ -323,7 +323,7 @@ fn string_match_chunked_equals_mmap() {
         plant: vec!["ferrari".into(), "whotheman".into()],
     };
     let data = string_match::keys(&spec).unwrap();
-    let file = write(&dir, "keys.txt", &data);
+    let file = write(dir, "keys.txt", &data);
     let targets = Targets::new(&["ferrari", "whotheman", "notthere"]).unwrap();
     let want = string_match::sequential(&data, &targets);
     assert!(!want[0].is_empty() && !want[1].is_empty());
@@ -345,7 +345,7 @@ fn linear_regression_chunked_equals_mmap() {
         seed: 15,
     })
     .unwrap();
-    let file = write(&dir, "points.bin", &data);
+    let file = write(dir, "points.bin", &data);
     assert_chunked_equals_mmap(
         "linear regression",
         data.len() as u64,
@@ -395,7 +395,7 @@ fn histogram_pixels_chunked_equal_in_memory() {
         seed: 17,
     })
     .unwrap();
-    let file = write(&dir, "image.bmp", &image);
+    let file = write(dir, "image.bmp", &image);
     let bmp = Bmp::parse(&image).unwrap();
     assert_chunked_equals_mmap(
         "histogram",
@@ -431,7 +431,7 @@ fn sort_order_chunked_equals_mmap() {
         records: 30_000,
         seed: 18,
     });
-    let file = write(&dir, "records.bin", &data);
+    let file = write(dir, "records.bin", &data);
     // The order streams; the gather reads the records from memory.
     assert_chunked_equals_mmap(
         "sort",
@@ -469,7 +469,7 @@ fn sort_of_a_stream_ending_inside_a_record_is_an_error() {
     // Record indices count from the start of one file.
     let tmp = tempdir("sort-parts");
     let dir = tmp.path();
-    let a = write(&dir, "a", &[0; 100]);
+    let a = write(dir, "a", &[0; 100]);
     let e = sort::sort_order_input(
         &rt,
         &Input::open([&a, &a], Ingest::Chunked).unwrap(),

@@ -163,7 +163,7 @@ fn file_errors_say_what_and_where() {
             missing.display()
         )
     );
-    let e = Input::file(&dir).err().unwrap().to_string();
+    let e = Input::file(dir).err().unwrap().to_string();
     assert_eq!(e, format!("'{}' is a directory, not a file", dir.display()));
     // One bad file among good ones fails the whole input, naming the bad one.
     let good = dir.join("good.txt");
