@@ -441,20 +441,10 @@ fn every_command_isolated_equals_threads() {
 /// `ember gen kmeans` points: `dims` coordinates each, so that a row is
 /// or is not a divisor of the 24-byte header.
 fn kmeans_points(dir: &Path, points: u32, dims: u32) -> PathBuf {
-    let path = dir.join(format!("points-{dims}.mat"));
+    let name = format!("points-{dims}.mat");
     let (points, dims) = (points.to_string(), dims.to_string());
-    let gen = ember()
-        .args(["gen", "kmeans", "--points", &points, "--dims", &dims])
-        .args(["--max", "500", "--seed", "5", "-o"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        gen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&gen.stderr)
-    );
-    path
+    let args = ["--points", &points, "--dims", &dims, "--max", "500", "--seed", "5"];
+    gen_matrix(dir, &name, "kmeans", &args)
 }
 
 /// Every line of `text` cut before its first ` in ` (the k-means summary
