@@ -443,7 +443,9 @@ fn every_command_isolated_equals_threads() {
 fn kmeans_points(dir: &Path, points: u32, dims: u32) -> PathBuf {
     let name = format!("points-{dims}.mat");
     let (points, dims) = (points.to_string(), dims.to_string());
-    let args = ["--points", &points, "--dims", &dims, "--max", "500", "--seed", "5"];
+    let args = [
+        "--points", &points, "--dims", &dims, "--max", "500", "--seed", "5",
+    ];
     gen_matrix(dir, &name, "kmeans", &args)
 }
 

@@ -75,8 +75,9 @@ pub(crate) enum Bench {
     /// Word count and inverted index spilling under a memory limit vs
     /// unlimited vs reading and writing the input once.
     Spill(spill::Args),
-    /// Word count and inverted index with every split mapped in a worker
-    /// process (`ember stream job --isolate`) vs in threads.
+    /// Word count, inverted index and histogram with every split mapped,
+    /// and every key range reduced, in a worker process (`--isolate`) vs
+    /// in threads; with --perf, the kernel's share and its page faults.
     Isolate(isolate::Args),
     /// Per-node split queues vs one queue (simulated nodes, or the
     /// machine's with --machine): time, steals and locality hit rate.
