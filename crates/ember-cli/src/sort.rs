@@ -72,7 +72,7 @@ fn isolated(a: Args) -> Result<()> {
         isolated::run_into(&a.run, &a.isolate, "sort", &[], input, &mut w)?;
     w.finish()?;
     eprintln!(
-        "# {} records sorted and written in {:.3} s (isolated)",
+        "# {} records sorted in {:.3} s (isolated, written as the reduce workers' outputs were read)",
         stats.input_bytes / RECORD_LEN as u64,
         stats.total_secs
     );
