@@ -223,9 +223,9 @@ fn bad_input_and_arguments_are_one_line_errors() {
         (
             &["map", "sorting"],
             b"",
-            "unknown job 'sorting' (known: histogram, inverted-index, kmeans, \
-             kmeans-rows, linear-regression, linear-regression-bytes, sort, string-match, \
-             string-match-offsets, wordcount)",
+            "unknown job 'sorting' (known: histogram, inverted-index, inverted-index-lines, \
+             kmeans, kmeans-rows, linear-regression, linear-regression-bytes, matmul-rows, \
+             pca-cov, pca-mean, sort, string-match, string-match-offsets, wordcount)",
         ),
         (
             &["map", "wordcount", "--doc", "x"],
