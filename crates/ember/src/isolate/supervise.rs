@@ -58,6 +58,8 @@ pub(super) fn run_all<A: Assignment>(
     let mut crew = Crew::default();
     let mut queue: VecDeque<(usize, u32)> = (0..tasks.len()).map(|t| (t, 0)).collect();
     let mut channels: Vec<Option<Channel>> = (0..tasks.len()).map(|_| None).collect();
+    // Finished channels no longer grow: their bytes are summed once.
+    let mut finished: u64 = earlier.iter().map(Channel::len).sum();
     let mut stats = Vec::new();
     let (exited, exits) = unbounded();
     loop {
@@ -65,9 +67,8 @@ pub(super) fn run_all<A: Assignment>(
             let Some((task, attempt)) = queue.pop_front() else {
                 break;
             };
-            let held = earlier.iter().chain(channels.iter().flatten());
-            let running = crew.running.values().map(|r| &r.worker.channel);
-            let held = held.chain(running).map(Channel::len).sum();
+            let running = crew.running.values().map(|r| r.worker.channel.len());
+            let held = finished + running.sum::<u64>();
             let worker = spawn::start(launch, tasks[task].spec(), attempt, &store.place(held))?;
             let pid = worker.pid;
             let running = Running {
@@ -89,7 +90,10 @@ pub(super) fn run_all<A: Assignment>(
         stats.push(worker_stats(A::task(done.task), &done, exit, &usage));
         let task = &tasks[done.task];
         match exit {
-            Exit::Done => channels[done.task] = Some(done.worker.channel),
+            Exit::Done => {
+                finished += done.worker.channel.len();
+                channels[done.task] = Some(done.worker.channel);
+            }
             Exit::JobFailed => return Err(task.failed(done.worker.channel.text())),
             Exit::Died(_) if done.attempt < opts.retries => {
                 queue.push_front((done.task, done.attempt + 1));
