@@ -211,19 +211,20 @@ fn unsupported(run: &RunArgs) -> Option<&'static str> {
 }
 
 /// A file the parent writes for its workers and names in the job's
-/// arguments (k-means' means, PCA's row sums): a scratch file, removed
-/// when the value is dropped or a signal ends the command.
+/// arguments (k-means' means, PCA's row sums): shared memory named by this
+/// process's descriptor, so nothing is left on disk however the command
+/// ends (an error, a signal, or SIGPIPE from `| head`).
 pub(crate) struct JobFile {
-    scratch: crate::output::Scratch,
+    shared: ember::isolate::SharedInput,
     name: String,
 }
 
 impl JobFile {
-    /// An empty job file, its name starting with `prefix`.
-    pub(crate) fn new(prefix: &str) -> Result<JobFile> {
-        let scratch = crate::output::Scratch::new(prefix)?;
-        let name = path_arg(scratch.path())?;
-        Ok(JobFile { scratch, name })
+    /// An empty job file.
+    pub(crate) fn new() -> Result<JobFile> {
+        let shared = ember::isolate::SharedInput::read("<job file>", std::io::empty())?;
+        let name = path_arg(&shared.path_from_workers())?;
+        Ok(JobFile { shared, name })
     }
 
     /// Its name, as a job argument.
@@ -233,8 +234,9 @@ impl JobFile {
 
     /// Replaces what it holds with `bytes`.
     pub(crate) fn write(&self, bytes: &[u8]) -> Result<()> {
-        std::fs::write(self.scratch.path(), bytes)
-            .with_context(|| format!("writing '{}'", self.name))
+        self.shared
+            .replace(bytes)
+            .with_context(|| format!("writing the job file '{}'", self.name))
     }
 }
 

@@ -132,7 +132,7 @@ fn finish(a: &Args, c: &Clustering, rows: usize, stats: &Stats, run: &RunArgs) -
 /// (past its header, read in place by every worker) with the means the
 /// parent writes to a temporary file.
 fn clustered_isolated(a: &Args, points: &Matrix<'_>) -> Result<(Clustering, Stats, RunArgs)> {
-    let means_file = isolated::JobFile::new("ember-kmeans-means.")?;
+    let means_file = isolated::JobFile::new()?;
     let job_args = ["--means".to_string(), means_file.name().to_string()];
     let files = [a.file.clone()];
     let (mut total, mut run) = (Stats::default(), a.run.clone());

@@ -181,35 +181,6 @@ pub(crate) fn create(path: &Path) -> Result<Sink> {
     }))
 }
 
-/// A command's own temporary file (the means `kmeans --isolate` hands its
-/// workers), removed when dropped and, like a pending output, on a signal.
-pub(crate) struct Scratch {
-    file: NamedTempFile,
-    _entry: Entry,
-}
-
-impl Scratch {
-    /// Creates an empty scratch file in the system's temporary directory.
-    pub(crate) fn new(prefix: &str) -> Result<Scratch> {
-        watch()?;
-        let mut list = pending();
-        let file = tempfile::Builder::new()
-            .prefix(prefix)
-            .tempfile()
-            .context("cannot create a temporary file")?;
-        list.push(file.path().to_path_buf());
-        Ok(Scratch {
-            _entry: Entry(file.path().to_path_buf()),
-            file,
-        })
-    }
-
-    /// Where the file is.
-    pub(crate) fn path(&self) -> &Path {
-        self.file.path()
-    }
-}
-
 /// The permissions a new output file gets: those of the file it replaces,
 /// else what a plain `create` gives (read and write for all, less the
 /// umask, which the kernel applies), not the temporary file's owner-only

@@ -91,7 +91,7 @@ fn isolated(a: &Args, m: &Matrix<'_>) -> Result<(Pca, Stats, RunArgs)> {
     let sums = isolated::run_past_header::<u32, i64>(
         &a.run, &a.isolate, "pca-mean", &job_args, &files, header,
     )?;
-    let sums_file = isolated::JobFile::new("ember-pca-sums.")?;
+    let sums_file = isolated::JobFile::new()?;
     let mut text = String::new();
     for (_, sum) in &sums.pairs {
         text.push_str(&format!("{sum}\n"));

@@ -629,8 +629,10 @@ fn a_killed_worker_fails_the_command_with_one_line_and_leaves_nothing() {
     assert_eq!(support::names(dir.path()), names_before);
 }
 
-/// The means file `kmeans --isolate` hands its workers is removed when
-/// the run ends, and when Ctrl-C ends it.
+/// The means `kmeans --isolate` hands its workers live in shared memory
+/// named by the parent's descriptor: nothing is left in the temporary
+/// directory when the run ends, when Ctrl-C ends it, or when SIGPIPE does
+/// (its reader gone, as under `| head`).
 #[test]
 fn isolated_kmeans_leaves_no_means_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -650,16 +652,8 @@ fn isolated_kmeans_leaves_no_means_file() {
     assert!(done.status.success(), "{done:?}");
     assert_eq!(support::names(tmp.path()), Vec::<String>::new());
 
-    let mut child = kmeans("100000").spawn().unwrap();
-    let start = std::time::Instant::now();
-    while support::names(tmp.path()).is_empty() {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "ended before its means file"
-        );
-        assert!(start.elapsed().as_secs() < 60, "no means file");
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
+    let child = kmeans("100000").spawn().unwrap();
+    wait_for_memfd(child.id(), "ember-input");
     // SAFETY: `kill` only sends a signal to the child we started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let out = child.wait_with_output().unwrap();
@@ -667,6 +661,35 @@ fn isolated_kmeans_leaves_no_means_file() {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "ember: interrupted\n");
     assert_eq!(support::names(tmp.path()), Vec::<String>::new());
     assert_no_orphans();
+
+    let mut cmd = kmeans("3");
+    let child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    wait_for_memfd(child.id(), "ember-input");
+    let mut child = child;
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}");
+    assert_eq!(support::names(tmp.path()), Vec::<String>::new());
+    assert_no_orphans();
+}
+
+/// Waits until process `pid` holds a memfd named `name` (its job file).
+fn wait_for_memfd(pid: u32, name: &str) {
+    let start = std::time::Instant::now();
+    let want = format!("/memfd:{name}");
+    let holds = || {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .any(|l| l.to_string_lossy().starts_with(&want))
+    };
+    while !holds() {
+        assert!(start.elapsed().as_secs() < 60, "no {want} in {pid}");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
 }
 
 /// `ember gen KIND ARGS -o DIR/NAME`: the file.

@@ -34,7 +34,7 @@ use crate::pool::{Locality, Pool, Topology};
 use crate::progress::Watch;
 use crate::record_sort::{self, RecordShape};
 use crate::sample::{self, Sample};
-use crate::schedule::{default_split_size, map_source, Source};
+use crate::schedule::{default_split_size, map_source, Pages, Source};
 use crate::spill;
 use crate::stats::{secs, Stats};
 use crate::trace::{Args, SpanKind, Track};
@@ -722,7 +722,12 @@ impl Runtime {
         opts: &RunOptions,
     ) -> Result<Source<'i, 'a>> {
         if !input.is_streamed() {
-            return Ok(Source::Memory(input, splits, opts.release_mapped));
+            let pages = if opts.release_mapped {
+                Pages::Release
+            } else {
+                Pages::Keep
+            };
+            return Ok(Source::Memory(input, splits, pages));
         }
         let buffers = opts.chunk_buffers.unwrap_or(DEFAULT_CHUNK_BUFFERS);
         let chunk_size = opts.chunk_size.unwrap_or_else(|| {

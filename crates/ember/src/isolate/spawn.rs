@@ -10,7 +10,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -123,17 +123,7 @@ impl Channel {
     /// `exec` unless a worker is to inherit it).
     fn new(place: &Place) -> Result<Channel> {
         let file = match place {
-            Place::Memory => {
-                // SAFETY: the name is a NUL-terminated string; the call
-                // has no other preconditions.
-                let fd =
-                    unsafe { libc::memfd_create(c"ember-channel".as_ptr(), libc::MFD_CLOEXEC) };
-                if fd < 0 {
-                    return Err(Error::io("<memfd>", io::Error::last_os_error()));
-                }
-                // SAFETY: `fd` was just created and is owned by nothing else.
-                File::from(unsafe { OwnedFd::from_raw_fd(fd) })
-            }
+            Place::Memory => super::shared::memfd(c"ember-channel")?,
             Place::Disk(dir) => tempfile::tempfile_in(dir).map_err(|source| Error::Spill {
                 path: dir.clone(),
                 source,

@@ -144,10 +144,9 @@ pub(crate) fn malformed(m: Malformed, input: &Input<'_>, (part, offset): (usize,
 
 /// Where a run's map input comes from.
 pub(crate) enum Source<'i, 'a> {
-    /// An in-memory input and the splits to map; with `true`, a mapped
-    /// file's pages are let go as each split is mapped
-    /// ([`RunOptions::release_mapped`](crate::RunOptions::release_mapped)).
-    Memory(&'i Input<'a>, Vec<SplitRange>, bool),
+    /// An in-memory input, the splits to map, and what becomes of a mapped
+    /// file's pages once a split is mapped.
+    Memory(&'i Input<'a>, Vec<SplitRange>, Pages),
     /// A streamed input, read in chunks of splits of `split_size` bytes,
     /// `buffers` chunks at a time.
     Stream {
@@ -156,6 +155,15 @@ pub(crate) enum Source<'i, 'a> {
         split_size: usize,
         buffers: usize,
     },
+}
+
+/// What a run does with a mapped input's pages once a split is mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pages {
+    /// Kept mapped (a later run may read them again).
+    Keep,
+    /// Let go ([`RunOptions::release_mapped`](crate::RunOptions::release_mapped)).
+    Release,
 }
 
 /// The split a range of an in-memory input is.
@@ -188,7 +196,7 @@ pub(crate) fn map_source<W: Send>(
     };
     let _phase = watch.phase(Phase::Map);
     match source {
-        Source::Memory(input, splits, release) => {
+        Source::Memory(input, splits, pages) => {
             let (workers, nodes) = map_splits(
                 pool,
                 (input, 0, splits.len()),
@@ -198,7 +206,7 @@ pub(crate) fn map_source<W: Send>(
                 |w, i, split| {
                     let pairs = map(w, i, split)?;
                     #[cfg(unix)]
-                    if release {
+                    if pages == Pages::Release {
                         let s = &splits[i];
                         input.release_range(s.part, s.start..s.end);
                     }
