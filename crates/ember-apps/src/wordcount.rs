@@ -94,15 +94,14 @@ fn flush(
         lower.extend(data[s..e].iter().map(|b| b | 0x20));
     }
     let mut at = 0;
-    let mut words: [&[u8]; BATCH] = [&[]; BATCH];
-    for (word, &(s, e, upper)) in words.iter_mut().zip(ranges) {
-        *word = if upper {
+    let words: [&[u8]; BATCH] = std::array::from_fn(|i| match ranges.get(i) {
+        Some(&(s, e, true)) => {
             at += e - s;
             &lower[at - (e - s)..at]
-        } else {
-            &data[s..e]
-        };
-    }
+        }
+        Some(&(s, e, false)) => &data[s..e],
+        None => &[],
+    });
     f(&words[..ranges.len()]);
 }
 
@@ -154,6 +153,7 @@ impl Job for WordCount {
         true
     }
 
+    #[inline]
     fn order(&self, a: &(Bytes, u64), b: &(Bytes, u64)) -> Ordering {
         if self.by_count {
             b.1.cmp(&a.1)

@@ -79,10 +79,18 @@ fn write_all_and_top(
     output: Option<&PathBuf>,
     top: usize,
 ) -> Result<Vec<(Bytes, u64)>> {
+    // Each line built in one buffer and written in one call, the count
+    // formatted by `itoa`: `writeln!` through a `dyn Write` costs a
+    // formatter and several dynamic calls per line.
     write_output(output.map(PathBuf::as_path), |w| {
+        let (mut line, mut count) = (Vec::new(), itoa::Buffer::new());
         for (word, n) in &pairs {
-            w.write_all(word.as_bytes())?;
-            writeln!(w, "\t{n}")?;
+            line.clear();
+            line.extend_from_slice(word.as_bytes());
+            line.push(b'\t');
+            line.extend_from_slice(count.format(*n).as_bytes());
+            line.push(b'\n');
+            w.write_all(&line)?;
         }
         Ok(())
     })?;
