@@ -94,14 +94,15 @@ fn flush(
         lower.extend(data[s..e].iter().map(|b| b | 0x20));
     }
     let mut at = 0;
-    let words: [&[u8]; BATCH] = std::array::from_fn(|i| match ranges.get(i) {
-        Some(&(s, e, true)) => {
+    let mut words: [&[u8]; BATCH] = [&[]; BATCH];
+    for (word, &(s, e, upper)) in words.iter_mut().zip(ranges) {
+        *word = if upper {
             at += e - s;
             &lower[at - (e - s)..at]
-        }
-        Some(&(s, e, false)) => &data[s..e],
-        None => &[],
-    });
+        } else {
+            &data[s..e]
+        };
+    }
     f(&words[..ranges.len()]);
 }
 

@@ -75,14 +75,13 @@ impl<K: Key, V, C: Combiner<V>> Emit<K, V> for HashContainer<K, V, C> {
         let n = self.parts.len();
         let c = &self.combiner;
         for chunk in keys.chunks(BATCH) {
-            // Built element by element: an array of `None`s first would
-            // cost a `memset` of the whole array per batch.
-            let probes: [Option<(K::Probe<'_>, u64)>; BATCH] = std::array::from_fn(|i| {
-                let probe = K::probe(*chunk.get(i)?);
+            let mut probes: [Option<(K::Probe<'_>, u64)>; BATCH] = [const { None }; BATCH];
+            for (slot, &key) in probes.iter_mut().zip(chunk) {
+                let probe = K::probe(key);
                 let hash = K::probe_hash(&probe);
                 self.parts[partition_of(hash, n)].prefetch(hash);
-                Some((probe, hash))
-            });
+                *slot = Some((probe, hash));
+            }
             for (probe, hash) in probes.iter().flatten() {
                 let v = value.clone();
                 self.parts[partition_of(*hash, n)].upsert(
