@@ -154,7 +154,6 @@ impl Job for WordCount {
         true
     }
 
-    #[inline]
     fn order(&self, a: &(Bytes, u64), b: &(Bytes, u64)) -> Ordering {
         if self.by_count {
             b.1.cmp(&a.1)

@@ -79,18 +79,10 @@ fn write_all_and_top(
     output: Option<&PathBuf>,
     top: usize,
 ) -> Result<Vec<(Bytes, u64)>> {
-    // Each line built in one buffer and written in one call, the count
-    // formatted by `itoa`: `writeln!` through a `dyn Write` costs a
-    // formatter and several dynamic calls per line.
     write_output(output.map(PathBuf::as_path), |w| {
-        let (mut line, mut count) = (Vec::new(), itoa::Buffer::new());
         for (word, n) in &pairs {
-            line.clear();
-            line.extend_from_slice(word.as_bytes());
-            line.push(b'\t');
-            line.extend_from_slice(count.format(*n).as_bytes());
-            line.push(b'\n');
-            w.write_all(&line)?;
+            w.write_all(word.as_bytes())?;
+            writeln!(w, "\t{n}")?;
         }
         Ok(())
     })?;

