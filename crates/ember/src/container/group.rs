@@ -73,16 +73,12 @@ impl<V> Groups<V> {
         // left another unwritten, and the runs' ends would not match).
         unsafe { values.set_len(n) };
         let mut rest = values.into_iter();
+        let mut out = Vec::with_capacity(ends.len());
         let mut start = 0;
-        let out = keys
-            .into_iter()
-            .zip(&ends)
-            .map(|(key, &end)| {
-                let run = Values::new(&mut rest, end - start);
-                start = end;
-                f(key, run)
-            })
-            .collect();
+        for (key, &end) in keys.into_iter().zip(&ends) {
+            out.push(f(key, Values::new(&mut rest, end - start)));
+            start = end;
+        }
         out
     }
 }
