@@ -122,6 +122,7 @@ fn every_container_gives_the_same_index() {
                 ContainerKind::Hash,
                 ContainerKind::HashTree,
                 ContainerKind::Append,
+                ContainerKind::Intern,
             ] {
                 let opts = RunOptions::default().split_size(1000).container(container);
                 let got = build(&rt, &input, docs, &opts).unwrap();

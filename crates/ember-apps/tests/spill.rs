@@ -21,11 +21,12 @@ use ember_apps::wordcount::{self, WordCount};
 use proptest::prelude::*;
 
 const THREADS: [usize; 3] = [1, 2, 7];
-const CONTAINERS: [ContainerKind; 4] = [
+const CONTAINERS: [ContainerKind; 5] = [
     ContainerKind::Auto,
     ContainerKind::Hash,
     ContainerKind::HashTree,
     ContainerKind::Append,
+    ContainerKind::Intern,
 ];
 
 fn corpus(size: u64, vocab: usize, seed: u64) -> Vec<u8> {
@@ -145,6 +146,7 @@ fn run_each_hands_over_the_plain_output_in_key_order() {
         for (container, limit) in [
             (ContainerKind::Auto, Some(64 << 10)),
             (ContainerKind::Append, Some(256 << 10)),
+            (ContainerKind::Intern, Some(256 << 10)),
             (ContainerKind::Auto, None),
         ] {
             let opts = RunOptions::default()

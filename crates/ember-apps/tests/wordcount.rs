@@ -17,11 +17,12 @@ fn runtimes() -> Vec<Runtime> {
 }
 
 /// Containers that can hold word count's keys.
-const CONTAINERS: [ContainerKind; 4] = [
+const CONTAINERS: [ContainerKind; 5] = [
     ContainerKind::Auto,
     ContainerKind::Hash,
     ContainerKind::HashTree,
     ContainerKind::Append,
+    ContainerKind::Intern,
 ];
 
 fn count(rt: &Runtime, input: &Input<'_>, split: Option<usize>) -> Vec<(Vec<u8>, u64)> {

@@ -22,7 +22,7 @@ pub(crate) struct RunArgs {
     /// Target split size, e.g. 1MiB (default: fitted to the input).
     #[arg(long, value_parser = parse_size)]
     pub(crate) split_size: Option<u64>,
-    /// Intermediate container: auto, hash, hash_tree, array, append, unique.
+    /// Intermediate container: auto, hash, hash_tree, array, append, intern, unique.
     #[arg(long, default_value = "auto")]
     pub(crate) container: ember::ContainerKind,
     /// How to read input files: auto (mmap if they fit comfortably in

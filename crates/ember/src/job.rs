@@ -103,6 +103,11 @@ pub enum ContainerKind {
     Array,
     /// Append-only pair buffers, grouped by sorting at reduce time.
     Append,
+    /// Append-only values beside per-worker key numbers (each key stored
+    /// once per worker), grouped by number at reduce time: the append
+    /// container's pairs in a fraction of its memory where keys are long
+    /// against values.
+    Intern,
     /// Append-only, never grouped: for keys each emitted once
     /// ([`KeyHint::Unique`]).
     Unique,
@@ -114,6 +119,7 @@ names!(ContainerKind, "container" {
     HashTree => "hash_tree",
     Array => "array",
     Append => "append",
+    Intern => "intern",
     Unique => "unique",
 });
 

@@ -32,6 +32,11 @@ const MAX_APPEND_PARTITIONS: usize = 1 << 10;
 /// measured with `ember bench containers`.
 const APPEND_BELOW_REPEATS: f64 = 2.0;
 const APPEND_BELOW_REPEATS_UNFOLDED: f64 = 16.0;
+/// Where keys repeat little, the intern container is picked over append
+/// when its pairs and key tables are predicted to take at most this
+/// fraction of the append container's pairs (numerator, denominator): it
+/// pays a table lookup per emit for the memory.
+const INTERN_AT_MOST: (usize, usize) = (2, 3);
 
 /// How map and reduce are scheduled, as asked for in
 /// [`RunOptions::mode`](crate::RunOptions::mode).
@@ -118,6 +123,18 @@ pub enum ContainerReason {
         threshold: f64,
         /// The job's combiner keeps values (a higher threshold).
         keeps_values: bool,
+    },
+    /// The sample saw few pairs per key, as for `FewRepeats`, and numbering
+    /// the keys per worker takes much less memory than appending a key
+    /// with every value: intern.
+    KeysNumbered {
+        /// Pairs per distinct key in the sample.
+        repeats: f64,
+        /// Predicted bytes per pair with keys numbered (the pair and its
+        /// share of the key tables).
+        numbered_bytes: f64,
+        /// Bytes per pair appended with its key.
+        appended_bytes: f64,
     },
     /// The sample saw keys repeat: combining at insert pays, so hash.
     ManyRepeats {
@@ -206,6 +223,35 @@ pub(crate) struct Request {
     pipelinable: bool,
     mode: Mode,
     threads: usize,
+    footprint: Footprint,
+}
+
+/// The bytes the append and intern containers take, from the job's types.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Footprint {
+    /// A (key, value) pair appended.
+    appended: usize,
+    /// A (key number, value) pair, its two parts in two arrays.
+    numbered: usize,
+    /// A key table's slot; tables are a half to 70% full.
+    key_slot: usize,
+}
+
+impl Footprint {
+    fn of<K, V>() -> Self {
+        Footprint {
+            appended: std::mem::size_of::<(K, V)>(),
+            numbered: std::mem::size_of::<u32>() + std::mem::size_of::<V>(),
+            key_slot: std::mem::size_of::<Option<(K, u32)>>(),
+        }
+    }
+
+    /// Predicted bytes per pair with keys numbered, for `p`'s pairs and
+    /// keys per worker (tables counted half full).
+    fn numbered_per_pair(&self, p: &Prediction) -> f64 {
+        let repeats = p.pairs_per_worker as f64 / p.keys_per_worker.max(1) as f64;
+        self.numbered as f64 + 2.0 * self.key_slot as f64 / repeats.max(1.0)
+    }
 }
 
 impl Request {
@@ -225,6 +271,7 @@ impl Request {
             pipelinable: job.pipelinable(),
             mode: mode.unwrap_or_default(),
             threads,
+            footprint: Footprint::of::<J::Key, J::Value>(),
         };
         r.check()?;
         Ok(r)
@@ -291,7 +338,9 @@ impl Request {
         let ingest = ingest_kind(streamed, mapped);
         let partitions = match (mode, container) {
             (RunMode::Pipelined, _) => self.threads,
-            (_, ContainerKind::Append) => self.append_partitions(prediction),
+            (_, ContainerKind::Append | ContainerKind::Intern) => {
+                self.append_partitions(prediction)
+            }
             _ => self.partitions(),
         };
         let (container, container_reason) = match mode {
@@ -319,7 +368,10 @@ impl Request {
         prediction: Option<&Prediction>,
         unsampled: Unsampled,
     ) -> (ContainerKind, ContainerReason) {
-        let auto = |p| choose_container(self.hint, self.dense_ok, self.folds, p, unsampled);
+        let auto = |p| {
+            let traits = (self.hint, self.dense_ok, self.folds, self.footprint);
+            choose_container(traits, p, unsampled)
+        };
         if self.container == ContainerKind::Auto {
             return auto(prediction);
         }
@@ -345,7 +397,7 @@ impl Request {
         }
     }
 
-    /// Reduce partitions for the append container: as many as keep each
+    /// Reduce partitions for the append and intern containers: as many as keep each
     /// partition near [`APPEND_PAIRS_PER_PARTITION`] pairs when the sample
     /// predicts the pairs, a power of two, never fewer than
     /// [`Request::partitions`].
@@ -367,11 +419,10 @@ fn ingest_kind(streamed: bool, mapped: bool) -> IngestKind {
     }
 }
 
-/// The container `Auto` picks, and why.
+/// The container `Auto` picks, and why, for a job with these key hint,
+/// dense keys, folding combiner and footprint.
 fn choose_container(
-    hint: KeyHint,
-    dense_ok: bool,
-    folds: bool,
+    (hint, dense_ok, folds, footprint): (KeyHint, bool, bool, Footprint),
     p: Option<&Prediction>,
     unsampled: Unsampled,
 ) -> (ContainerKind, ContainerReason) {
@@ -389,19 +440,43 @@ fn choose_container(
             ContainerKind::Hash,
             ContainerReason::NotSampled { unsampled },
         ),
-        (_, Some(p)) if p.repeats < threshold => (
-            ContainerKind::Append,
-            ContainerReason::FewRepeats {
-                repeats: p.repeats,
-                threshold,
-                keeps_values: !folds,
-            },
-        ),
+        (_, Some(p)) if p.repeats < threshold => few_repeats(p, threshold, !folds, footprint),
         (_, Some(p)) => (
             ContainerKind::Hash,
             ContainerReason::ManyRepeats { repeats: p.repeats },
         ),
     }
+}
+
+/// Append or intern, for keys that repeat little: intern where it takes at
+/// most [`INTERN_AT_MOST`] of append's memory.
+fn few_repeats(
+    p: &Prediction,
+    threshold: f64,
+    keeps_values: bool,
+    footprint: Footprint,
+) -> (ContainerKind, ContainerReason) {
+    let numbered = footprint.numbered_per_pair(p);
+    let appended = footprint.appended as f64;
+    let (num, den) = INTERN_AT_MOST;
+    if numbered * den as f64 <= appended * num as f64 {
+        return (
+            ContainerKind::Intern,
+            ContainerReason::KeysNumbered {
+                repeats: p.repeats,
+                numbered_bytes: numbered,
+                appended_bytes: appended,
+            },
+        );
+    }
+    (
+        ContainerKind::Append,
+        ContainerReason::FewRepeats {
+            repeats: p.repeats,
+            threshold,
+            keeps_values,
+        },
+    )
 }
 
 names!(Mode, "mode" { Auto => "auto", Barrier => "barrier", Pipelined => "pipelined" });
@@ -440,6 +515,16 @@ impl fmt::Display for ContainerReason {
                 } else {
                     ""
                 }
+            ),
+            ContainerReason::KeysNumbered {
+                repeats,
+                numbered_bytes,
+                appended_bytes,
+            } => write!(
+                f,
+                "sample: {repeats:.2} pairs per distinct key: little to combine, and keys \
+                 numbered per worker take {numbered_bytes:.1} bytes a pair against \
+                 {appended_bytes:.0} appended"
             ),
             ContainerReason::ManyRepeats { repeats } => write!(
                 f,
@@ -502,16 +587,56 @@ mod tests {
         }
     }
 
+    /// The footprint of `u32` keys with `u64` values: numbering them saves
+    /// no memory.
+    fn small() -> Footprint {
+        Footprint::of::<u32, u64>()
+    }
+
+    #[test]
+    fn intern_is_picked_where_numbered_keys_take_much_less_memory() {
+        let long = Footprint::of::<crate::Bytes, u32>();
+        let pick = |footprint, pairs, keys| {
+            let p = Prediction {
+                keys_per_worker: keys,
+                ..prediction(pairs, 1.5)
+            };
+            let traits = (KeyHint::Unknown, false, false, footprint);
+            choose_container(traits, Some(&p), Unsampled::TooSmall)
+        };
+        // An inverted index: 8 bytes a pair and a 32-byte slot for every
+        // few pairs, against 32 bytes a pair appended.
+        assert!(matches!(
+            pick(long, 10_000, 2_000),
+            (ContainerKind::Intern, ContainerReason::KeysNumbered { numbered_bytes, .. })
+                if (20.0..21.0).contains(&numbered_bytes)
+        ));
+        // Keys that hardly repeat: their table would take more than the
+        // pairs save.
+        assert_eq!(pick(long, 10_000, 8_000).0, ContainerKind::Append);
+        // Keys no longer than the values: nothing to save.
+        assert_eq!(pick(small(), 10_000, 100).0, ContainerKind::Append);
+    }
+
     #[test]
     fn hints_decide_before_samples() {
         let p = Some(prediction(1000, 1.0));
         let pick = |hint, dense_ok| {
-            choose_container(hint, dense_ok, true, p.as_ref(), Unsampled::TooSmall).0
+            choose_container(
+                (hint, dense_ok, true, small()),
+                p.as_ref(),
+                Unsampled::TooSmall,
+            )
+            .0
         };
         assert_eq!(pick(KeyHint::Dense(768), true), ContainerKind::Array);
         assert_eq!(pick(KeyHint::Dense(768), false), ContainerKind::Append);
         assert_eq!(pick(KeyHint::Unique, false), ContainerKind::Unique);
-        let none = choose_container(KeyHint::Unknown, false, true, None, Unsampled::Streamed);
+        let none = choose_container(
+            (KeyHint::Unknown, false, true, small()),
+            None,
+            Unsampled::Streamed,
+        );
         assert_eq!(
             none,
             (
@@ -527,17 +652,13 @@ mod tests {
     fn repeats_pick_the_container_by_combiner() {
         let few = prediction(1000, 5.0);
         let folds = choose_container(
-            KeyHint::Unknown,
-            false,
-            true,
+            (KeyHint::Unknown, false, true, small()),
             Some(&few),
             Unsampled::TooSmall,
         );
         assert_eq!(folds.0, ContainerKind::Hash);
         let keeps = choose_container(
-            KeyHint::Unknown,
-            false,
-            false,
+            (KeyHint::Unknown, false, false, small()),
             Some(&few),
             Unsampled::TooSmall,
         );
@@ -563,6 +684,7 @@ mod tests {
             pipelinable: false,
             mode: Mode::Auto,
             threads: 2,
+            footprint: small(),
         };
         assert_eq!(r.append_partitions(None), 8);
         assert_eq!(r.append_partitions(Some(&prediction(2 << 20, 1.0))), 32);
@@ -579,6 +701,7 @@ mod tests {
             pipelinable: true,
             mode: Mode::Auto,
             threads: 2,
+            footprint: small(),
         };
         assert_eq!(r.mode(false), (RunMode::Barrier, ModeReason::Auto));
         r.mode = Mode::Pipelined;

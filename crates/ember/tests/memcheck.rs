@@ -130,7 +130,11 @@ fn merges_and_containers_touch_only_what_they_own() {
     let input = Input::bytes(&text);
     for threads in [2, 3] {
         let rt = Runtime::builder().threads(threads).build().unwrap();
-        for container in [ContainerKind::Hash, ContainerKind::Append] {
+        for container in [
+            ContainerKind::Hash,
+            ContainerKind::Append,
+            ContainerKind::Intern,
+        ] {
             let what = format!("{threads} threads, {container:?}");
             let all = opts(container, MergeKind::PWay, None);
             let got = rt.run_with(&Count, &input, &all).unwrap();

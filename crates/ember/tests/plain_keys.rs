@@ -147,6 +147,7 @@ fn check<T: Keying>() {
             ContainerKind::Hash,
             ContainerKind::HashTree,
             ContainerKind::Append,
+            ContainerKind::Intern,
         ] {
             for split in [64, 4096] {
                 let opts = RunOptions::default().container(kind).split_size(split);

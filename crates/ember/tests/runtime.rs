@@ -321,6 +321,7 @@ fn sampled_pairs_are_neither_lost_nor_counted_twice() {
         (H::Unknown, &unique, C::Hash, C::Hash, Sampled::Kept),
         (H::Unknown, &few, C::HashTree, C::HashTree, Sampled::Redone),
         (H::Unknown, &few, C::Append, C::Append, Sampled::No),
+        (H::Unknown, &few, C::Intern, C::Intern, Sampled::No),
         (H::Dense(100), &few, C::Array, C::Array, Sampled::No),
         (H::Dense(100), &few, C::Auto, C::Array, Sampled::No),
         (H::Unique, &unique, C::Unique, C::Unique, Sampled::No),

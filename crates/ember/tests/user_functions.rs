@@ -279,10 +279,11 @@ fn grouped(data: &[u8]) -> BTreeMap<u32, Vec<u32>> {
     m
 }
 
-const CONTAINERS: [ContainerKind; 4] = [
+const CONTAINERS: [ContainerKind; 5] = [
     ContainerKind::Hash,
     ContainerKind::HashTree,
     ContainerKind::Append,
+    ContainerKind::Intern,
     ContainerKind::Auto,
 ];
 

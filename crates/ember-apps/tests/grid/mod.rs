@@ -26,11 +26,12 @@ pub fn for_each_setting(mut f: impl FnMut(&Runtime, &RunOptions, &str)) {
 
 /// Containers that can hold any key.
 #[allow(dead_code)] // not every test file sweeps containers
-pub const ANY_KEY: [ContainerKind; 4] = [
+pub const ANY_KEY: [ContainerKind; 5] = [
     ContainerKind::Auto,
     ContainerKind::Hash,
     ContainerKind::HashTree,
     ContainerKind::Append,
+    ContainerKind::Intern,
 ];
 
 /// Calls `f(runtime, options, label)` with each container of `kinds`, on 2

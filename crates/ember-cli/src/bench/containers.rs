@@ -25,10 +25,11 @@ pub(crate) struct Args {
 }
 
 /// The containers that can hold inverted index's keys, then `Auto`.
-const KINDS: [ContainerKind; 4] = [
+const KINDS: [ContainerKind; 5] = [
     ContainerKind::Hash,
     ContainerKind::HashTree,
     ContainerKind::Append,
+    ContainerKind::Intern,
     ContainerKind::Auto,
 ];
 

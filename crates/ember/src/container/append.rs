@@ -10,9 +10,10 @@
 
 use std::cell::RefCell;
 
+use super::group::Groups;
 use super::table::Table;
 use super::{partition_of, Container};
-use crate::combine::{Combiner, Values};
+use crate::combine::Combiner;
 use crate::job::Emit;
 use crate::key::Key;
 
@@ -137,32 +138,18 @@ impl<K: Key, V: Send, C: Combiner<V>> Container<K, V, C> for AppendContainer<K, 
             counts[id as usize] = count;
         }
         // 2. Counting sort of the values by key number (stable).
-        let mut next: Vec<usize> = Vec::with_capacity(counts.len());
-        let mut start = 0;
-        for &c in &counts {
-            next.push(start);
-            start += c as usize;
-        }
-        let mut grouped: Vec<V> = Vec::with_capacity(n);
-        let slots = &mut grouped.spare_capacity_mut()[..n];
+        let mut groups = Groups::new(counts.iter().map(|&c| c as usize));
         for (id, v) in values {
-            slots[next[id as usize]].write(v);
-            next[id as usize] += 1;
+            groups.place(id as usize, v);
         }
-        // SAFETY: the counts sum to n and every value went to its key's next
-        // free slot, so the slots 0..n were each written exactly once.
-        unsafe { grouped.set_len(n) };
         // 3. Reduce each key's run of values, in order.
-        let mut values = grouped.into_iter();
-        keys.into_iter()
-            .zip(counts)
-            .map(|(key, count)| {
-                let key = key.expect("every number was given to a key");
-                let run = Values::new(&mut values, count as usize);
-                let o = combiner.finish_values(run, |r| reduce(&key, r));
-                (key, o)
-            })
-            .collect()
+        let keys = keys
+            .into_iter()
+            .map(|k| k.expect("every number was given to a key"));
+        groups.runs(keys, |key, run| {
+            let o = combiner.finish_values(run, |r| reduce(&key, r));
+            (key, o)
+        })
     }
 }
 

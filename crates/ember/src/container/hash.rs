@@ -4,13 +4,10 @@
 use std::marker::PhantomData;
 
 use super::table::Table;
-use super::{finish, partition_of, Container, INITIAL_CAPACITY};
+use super::{finish, in_batches, partition_of, Container, INITIAL_CAPACITY};
 use crate::combine::Combiner;
 use crate::job::Emit;
 use crate::key::Key;
-
-/// Keys [`HashContainer::emit_batch`] hashes and prefetches at a time.
-const BATCH: usize = 32;
 
 /// One worker's hash container.
 pub(crate) struct HashContainer<K, V, C: Combiner<V>> {
@@ -64,9 +61,8 @@ impl<K: Key, V, C: Combiner<V>> Emit<K, V> for HashContainer<K, V, C> {
         );
     }
 
-    /// Hashes up to [`BATCH`] keys at a time, prefetches all their slots,
-    /// then inserts them: the slots' cache misses overlap, and each key is
-    /// hashed once.
+    /// Hashes up to [`BATCH`](super::BATCH) keys at a time, prefetches all
+    /// their slots, then inserts them ([`in_batches`]).
     #[inline(always)]
     fn emit_batch(&mut self, keys: &[K::Ref<'_>], value: V)
     where
@@ -74,25 +70,20 @@ impl<K: Key, V, C: Combiner<V>> Emit<K, V> for HashContainer<K, V, C> {
     {
         let n = self.parts.len();
         let c = &self.combiner;
-        for chunk in keys.chunks(BATCH) {
-            let mut probes: [Option<(K::Probe<'_>, u64)>; BATCH] = [const { None }; BATCH];
-            for (slot, &key) in probes.iter_mut().zip(chunk) {
-                let probe = K::probe(key);
-                let hash = K::probe_hash(&probe);
-                self.parts[partition_of(hash, n)].prefetch(hash);
-                *slot = Some((probe, hash));
-            }
-            for (probe, hash) in probes.iter().flatten() {
-                let v = value.clone();
-                self.parts[partition_of(*hash, n)].upsert(
+        in_batches::<K, _>(
+            keys,
+            &mut self.parts,
+            |parts, hash| parts[partition_of(hash, n)].prefetch(hash),
+            |parts, probe, hash| {
+                parts[partition_of(hash, n)].upsert(
                     probe,
-                    *hash,
-                    v,
+                    hash,
+                    value.clone(),
                     |v| c.init(v),
                     |s, v| c.add(s, v),
                 );
-            }
-        }
+            },
+        );
     }
 
     #[inline(always)]
@@ -196,7 +187,7 @@ mod tests {
     proptest! {
         /// Batched, prefetched inserts hold what one-at-a-time inserts
         /// hold: counts, and values in emit order, for batches longer and
-        /// shorter than [`BATCH`], short and long keys, any bytes.
+        /// shorter than [`BATCH`](super::super::BATCH), short and long keys, any bytes.
         #[test]
         fn batched_inserts_equal_one_at_a_time(
             words in proptest::collection::vec(

@@ -1,7 +1,7 @@
 //! Intermediate containers: where map output lives between map and reduce.
 //!
 //! Metis' finding is that this structure decides performance and that no
-//! single one wins every workload, so ember has five behind one
+//! single one wins every workload, so ember has six behind one
 //! [`Container`] interface, chosen per run ([`ContainerKind`]), by the job,
 //! by the caller, or by sampling (`Auto`, see `predict`).
 //!
@@ -22,6 +22,7 @@
 //! | `hash_tree` | fixed bucket array, B-tree per bucket | O(log k) per bucket, combined | unpredictable key counts (Metis) |
 //! | `array` | one state per key of a dense integer range | O(1), no hashing | few integer keys (histogram, k-means) |
 //! | `append` | pairs appended per partition, grouped by sort in reduce | O(1), no lookup | few repeats (inverted index of unique words) |
+//! | `intern` | keys numbered per partition, (number, value) appended, grouped by number in reduce | O(1), one lookup | few repeats, keys long against values (inverted index) |
 //! | `unique` | pairs appended, never grouped | O(1) | keys declared unique (sort) |
 
 use std::marker::PhantomData;
@@ -34,13 +35,16 @@ use append::AppendContainer;
 use array::ArrayContainer;
 use hash::HashContainer;
 use hash_tree::HashTreeContainer;
+use intern::InternContainer;
 use table::Table;
 use unique::UniqueContainer;
 
 pub(crate) mod append;
 pub(crate) mod array;
+mod group;
 pub(crate) mod hash;
 pub(crate) mod hash_tree;
+pub(crate) mod intern;
 pub(crate) mod table;
 pub(crate) mod unique;
 
@@ -182,6 +186,9 @@ where
         ContainerKind::Append => {
             visitor.visit(|_| Counting::new(AppendContainer::new(partitions, pairs)))
         }
+        ContainerKind::Intern => {
+            visitor.visit(|_| Counting::new(InternContainer::new(partitions, keys, pairs)))
+        }
         ContainerKind::Unique | ContainerKind::Auto => {
             let new = || UniqueContainer::new(partitions, share_entries, combiner.clone());
             visitor.visit(|_| Counting::new(new()))
@@ -315,6 +322,34 @@ impl<K: Key, V> Emit<K, V> for KeyHashes {
 #[inline(always)]
 pub(crate) fn partition_of(hash: u64, partitions: usize) -> usize {
     ((((hash >> 40) & 0xFFFF) * partitions as u64) >> 16) as usize
+}
+
+/// Keys [`in_batches`] hashes and prefetches at a time.
+pub(crate) const BATCH: usize = 32;
+
+/// Probes and hashes up to [`BATCH`] of `keys` at a time and calls
+/// `prefetch` with each one's hash, then calls `insert` with each probe
+/// and hash, in order: the batch's cache misses overlap, and each key is
+/// hashed once (the `emit_batch` of the containers that look keys up).
+#[inline(always)]
+pub(crate) fn in_batches<'r, K: Key, T>(
+    keys: &[K::Ref<'r>],
+    target: &mut T,
+    prefetch: impl Fn(&T, u64),
+    mut insert: impl FnMut(&mut T, &K::Probe<'r>, u64),
+) {
+    for chunk in keys.chunks(BATCH) {
+        let mut probes: [Option<(K::Probe<'r>, u64)>; BATCH] = [const { None }; BATCH];
+        for (slot, &key) in probes.iter_mut().zip(chunk) {
+            let probe = K::probe(key);
+            let hash = K::probe_hash(&probe);
+            prefetch(target, hash);
+            *slot = Some((probe, hash));
+        }
+        for (probe, hash) in probes.iter().flatten() {
+            insert(target, probe, *hash);
+        }
+    }
 }
 
 /// Cuts `v` into `n` pieces of nearly equal length, in order.
