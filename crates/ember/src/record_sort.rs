@@ -376,6 +376,14 @@ impl Sort<'_, '_> {
     fn merge(&self, runs: &[Run], ledger: &Ledger, out: Out<'_>) -> Result<()> {
         let cuts = self.pool.install(|| self.ranges(runs));
         let ranges = cuts.first().map_or(0, |c| c.len() - 1);
+        // The cuts' reads mapped pages all over the runs (a large
+        // page-cache folio at a time): let go of them before the merge.
+        #[cfg(unix)]
+        for run in runs {
+            if let Stored::File(f) = &run.stored {
+                f.map.release_range(0..f.map.bytes().len());
+            }
+        }
         match out {
             Out::Stream(out) => {
                 self.pool.ordered(
