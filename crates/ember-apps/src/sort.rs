@@ -619,6 +619,26 @@ pub fn external_sort(
     Ok(stats)
 }
 
+/// [`external_sort`] into a regular file, from its current position on
+/// (not opened for appending): a mapped input's key ranges are written at
+/// their offsets by the workers that merge them
+/// ([`Runtime::sort_records_to_file`]), a streamed input's in order.
+pub fn external_sort_to_file(
+    rt: &Runtime,
+    input: &Input<'_>,
+    opts: &RunOptions,
+    out: &std::fs::File,
+) -> Result<Stats> {
+    if input.parts() == 1 && !input.is_streamed() {
+        check_len(input.len() as u64)?;
+        return rt.sort_records_to_file(input, SHAPE, opts, out);
+    }
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, out);
+    let stats = external_sort(rt, input, opts, &mut w)?;
+    w.flush().map_err(Error::Output)?;
+    Ok(stats)
+}
+
 /// Checks that `len` bytes are whole records, and few enough for a
 /// [`RecordIndex`].
 fn check_len(len: u64) -> Result<()> {

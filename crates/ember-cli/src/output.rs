@@ -194,6 +194,16 @@ fn mode_for(path: &Path) -> std::fs::Permissions {
 }
 
 impl Sink {
+    /// The regular file a named output is written to, for writes at
+    /// offsets (nothing was written through the sink yet); `None` for
+    /// standard output and special files, which are written in order.
+    pub(crate) fn file(&self) -> Option<&std::fs::File> {
+        match self {
+            Sink::File(p) if p.file.buffer().is_empty() => Some(p.file.get_ref().as_file()),
+            _ => None,
+        }
+    }
+
     /// Flushes what was written and, for a file, renames it over its
     /// target (synced first with `--sync`).
     pub(crate) fn finish(self) -> Result<()> {

@@ -5,10 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
+use ember::tune::Ingest;
 use ember::Input;
-use ember_apps::sort::{external_sort, sort_order, write_records, SortPlan, SortSpec, RECORD_LEN};
+use ember_apps::sort::{
+    external_sort, external_sort_to_file, sort_order, write_records, SortPlan, SortSpec, RECORD_LEN,
+};
 
-use crate::common::{write_output, RunArgs};
+use crate::common::{open_input, write_output, RunArgs};
 use crate::genfile;
 use crate::isolated::{self, IsolateArgs};
 use crate::output;
@@ -82,13 +85,23 @@ fn isolated(a: Args) -> Result<()> {
 /// `ember sort` of records larger than the memory budget: sorted runs on
 /// disk, merged straight into the output file.
 fn external(a: Args) -> Result<()> {
-    let input = a.run.open(std::slice::from_ref(&a.file))?;
+    // The record sort reads a mapped file run by run and lets go of each
+    // run's pages once written, so a file larger than memory is mapped
+    // too (`--ingest auto` streams a file past half the available memory).
+    let ingest = match a.run.ingest {
+        Ingest::Auto => Ingest::Mmap,
+        chosen => chosen,
+    };
+    let input = open_input(std::slice::from_ref(&a.file), ingest)?;
     let rt = a.run.runtime()?;
     // The output appears only once whole (see `output`).
     let mut w = output::create(&a.out)?;
     let stats = a
         .run
-        .with_progress(|o| external_sort(&rt, &input, o, &mut w))
+        .with_progress(|o| match w.file() {
+            Some(file) => external_sort_to_file(&rt, &input, o, file),
+            None => external_sort(&rt, &input, o, &mut w),
+        })
         .map_err(|e| match e {
             ember::Error::Output(e) => {
                 anyhow::Error::new(e).context(format!("cannot write '{}'", a.out.display()))

@@ -134,6 +134,43 @@ fn a_full_disk_is_one_line_and_leaves_nothing() {
     assert!(names(spill.path()).is_empty(), "spill files left");
 }
 
+/// The external sort's output, written at offsets by the workers, on a
+/// disk that fills up (a file-size limit the runs stay under and the
+/// output passes): one line naming the output, nothing left.
+#[test]
+fn an_external_sort_to_a_full_disk_is_one_line_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records.dat");
+    let status = ember()
+        .args(["gen", "sort", "--records", "40000", "-o"])
+        .arg(&records)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = dir.path().join("sorted.dat");
+    let cmd = format!(
+        "trap '' XFSZ; ulimit -f 2048; exec '{}' sort '{}' -o '{}' -t 2 --memory-limit 1MiB \
+         --spill-dir '{}'",
+        env!("CARGO_BIN_EXE_ember"),
+        records.display(),
+        out.display(),
+        spill.path().display()
+    );
+    let o = Command::new("sh").args(["-c", &cmd]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("ember: cannot write '") && stderr.contains("File too large"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "an output file was left");
+    assert_eq!(names(dir.path()), vec!["records.dat"]);
+    assert!(names(spill.path()).is_empty(), "spill files left");
+}
+
 #[test]
 fn ctrl_c_removes_the_spill_directory() {
     let dir = tempfile::tempdir().unwrap();

@@ -135,6 +135,25 @@ impl GuardedMap {
         }
     }
 
+    /// Maps the pages of byte range `range` of the map in one call, read
+    /// from the disk if they are not cached, rather than one fault at a
+    /// time as a reader reaches them. Advice only: a failure (an older
+    /// kernel, a read error) leaves the faults, and the guard.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn populate(&self, range: Range<usize>) {
+        let _ = self.map.advise_range(
+            memmap2::Advice::PopulateRead,
+            range.start,
+            range.end - range.start,
+        );
+    }
+
+    /// Whether a read of the map faulted (a page past the file's end, or
+    /// one the disk could not read) and saw zeros.
+    pub(crate) fn faulted(&self) -> bool {
+        self.claim.slot().faulted.load(Ordering::Relaxed)
+    }
+
     /// Advice to the OS on how the map will be read.
     #[cfg(unix)]
     pub(crate) fn advise(&self, advice: memmap2::Advice) -> io::Result<()> {

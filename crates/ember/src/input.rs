@@ -204,6 +204,15 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// Maps in the pages of bytes `range` of part `part` in one call, if it
+    /// is a mapped file (see [`GuardedMap::populate`]).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn populate_range(&self, part: usize, range: std::ops::Range<usize>) {
+        if let Data::Mapped(m) = &self.parts[part].data {
+            m.populate(range);
+        }
+    }
+
     /// True when the input is read in chunks rather than held in memory.
     pub fn is_streamed(&self) -> bool {
         self.parts

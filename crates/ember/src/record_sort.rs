@@ -20,6 +20,7 @@
 //! Equal keys keep their input order: runs are consecutive pieces of the
 //! input, each in (key, index) order, and the merge breaks ties by run.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::Write;
 use std::ops::Range;
@@ -29,6 +30,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::guard::GuardedMap;
 use crate::input::Input;
 use crate::memory::{Budget, Ledger};
 use crate::pool::Pool;
@@ -83,6 +85,13 @@ impl RecordShape {
     }
 }
 
+/// Bits of the packed key that [`sort_keys`] spreads keys into buckets
+/// by.
+const DIGIT: u32 = 11;
+
+/// The fewest keys [`sort_keys`] spreads into buckets first.
+const RADIX_FROM: usize = 1 << 16;
+
 /// Sorted records between samples of a run's index.
 const SAMPLE: usize = 1024;
 
@@ -103,8 +112,20 @@ const GATHER_AHEAD: usize = 16;
 enum Stored {
     /// In memory: the packed keys, the records read from the input.
     Memory(Vec<u128>),
-    /// On disk: the records, sorted, in this file.
-    File(PathBuf, File),
+    /// On disk: the records, sorted, in a file of the spill directory,
+    /// mapped for the merge.
+    File(RunFile),
+}
+
+/// A run's file and its map: the merge reads the records in place (no
+/// copy into a buffer), and the pages it is done with are punched out of
+/// the file, which drops them from the map too. The map is guarded: a
+/// page that cannot be read reads as zeros and fails the sort after the
+/// merge ([`check_runs`]), not the process with SIGBUS.
+struct RunFile {
+    path: PathBuf,
+    file: File,
+    map: GuardedMap,
 }
 
 /// One sorted run: records `first..first + len` of the input, sorted.
@@ -114,6 +135,24 @@ struct Run {
     /// Every [`SAMPLE`]-th packed key, from the first.
     samples: Vec<u128>,
     stored: Stored,
+}
+
+/// Each run's records in one key range, with the run's number.
+type Parts<'r> = Vec<(u128, Cow<'r, [u8]>)>;
+
+/// Where the sorted records go.
+pub(crate) enum Out<'o> {
+    /// A stream, written in order on the calling thread.
+    Stream(&'o mut dyn Write),
+    /// A file, written from offset `base` on by the workers (`pwrite`).
+    File { file: &'o File, base: u64 },
+}
+
+/// A key range's records in order, and the bytes the ledger counts for
+/// them until they are written.
+struct Merged<'r> {
+    bytes: Cow<'r, [u8]>,
+    held: u64,
 }
 
 /// One external sort: its input, shape, budget and spill directory.
@@ -128,9 +167,9 @@ pub(crate) struct Sort<'a, 'i> {
 }
 
 impl Sort<'_, '_> {
-    /// Sorts the records and writes them to `out` on the calling thread;
-    /// returns the run's stats.
-    pub(crate) fn run(&self, out: &mut dyn Write) -> Result<Stats> {
+    /// Sorts the records and writes them to `out`; returns the run's
+    /// stats.
+    pub(crate) fn run(&self, out: Out<'_>) -> Result<Stats> {
         let start = Instant::now();
         let n = self.shape.check(self.data.len())?;
         let ledger = Ledger::new(self.threads);
@@ -139,6 +178,7 @@ impl Sort<'_, '_> {
         let merge = Instant::now();
         self.merge(&runs, &ledger, out)?;
         self.input.check_unchanged()?;
+        check_runs(&runs)?;
         let mut stats = Stats {
             threads: self.threads,
             input_bytes: self.data.len() as u64,
@@ -201,12 +241,17 @@ impl Sort<'_, '_> {
         let bytes = &self.data[records.start * len..records.end * len];
         let worker = rayon::current_thread_index().unwrap_or(0);
         ledger.hold(worker, (records.len() * (16 + len)) as u64);
+        #[cfg(target_os = "linux")]
+        if !in_memory {
+            self.input
+                .populate_range(0, records.start * len..records.end * len);
+        }
         let mut keys: Vec<u128> = bytes
             .chunks_exact(len)
             .enumerate()
             .map(|(j, rec)| self.shape.key_bits(rec) | (records.start + j) as u32 as u128)
             .collect();
-        keys.sort_unstable();
+        sort_keys(&mut keys);
         let samples = keys.iter().step_by(SAMPLE).copied().collect();
         let stored = match in_memory {
             true => Stored::Memory(keys),
@@ -244,7 +289,11 @@ impl Sort<'_, '_> {
             self.gather(piece, buf);
             file.write_all(buf).map_err(|e| failed(&path, e))?;
         }
-        Ok(Stored::File(path, file))
+        let map = file
+            .metadata()
+            .and_then(|meta| GuardedMap::new(&file, &meta))
+            .map_err(|e| failed(&path, e))?;
+        Ok(Stored::File(RunFile { path, file, map }))
     }
 
     /// Copies the records of the packed keys `keys` into `out`, in order.
@@ -260,47 +309,46 @@ impl Sort<'_, '_> {
         }
     }
 
-    /// Reads records `from..to` of `run` (in sorted order) into `out`.
-    fn read(&self, run: &Run, from: usize, to: usize, out: &mut [u8]) -> Result<()> {
+    /// Records `from..to` of `run`, in sorted order: gathered from the
+    /// input for a run in memory, in place in the map of a run's file.
+    fn records<'r>(&'r self, run: &'r Run, from: usize, to: usize) -> Cow<'r, [u8]> {
+        let len = self.shape.len;
         match &run.stored {
             Stored::Memory(keys) => {
-                self.gather(&keys[from..to], out);
-                Ok(())
+                let mut out = vec![0u8; (to - from) * len];
+                self.gather(&keys[from..to], &mut out);
+                Cow::Owned(out)
             }
-            Stored::File(path, file) => {
-                read_at(file, out, (from * self.shape.len) as u64).map_err(|e| failed(path, e))
-            }
+            Stored::File(f) => Cow::Borrowed(&f.map.bytes()[from * len..to * len]),
         }
     }
 
     /// Where `run`'s records at or above the packed key `s` start.
-    fn cut(&self, run: &Run, s: u128) -> Result<usize> {
+    fn cut(&self, run: &Run, s: u128) -> usize {
         let j = run.samples.partition_point(|&x| x < s);
         let (lo, hi) = match j {
-            0 => return Ok(0),
+            0 => return 0,
             j => ((j - 1) * SAMPLE + 1, (j * SAMPLE).min(run.len)),
         };
         let index = s as u32 as usize;
         if (run.first..run.first + run.len).contains(&index) || lo >= hi {
             // `s` is this run's sample `j` (or past its last record).
-            return Ok(hi);
+            return hi;
         }
         // Another run's record: a tie on the key orders by run, which any
         // index of this run gives.
-        let len = self.shape.len;
-        let mut block = vec![0u8; (hi - lo) * len];
-        self.read(run, lo, hi, &mut block)?;
-        let below = block
-            .chunks_exact(len)
+        let below = self
+            .records(run, lo, hi)
+            .chunks_exact(self.shape.len)
             .take_while(|rec| (self.shape.key_bits(rec) | run.first as u32 as u128) < s)
             .count();
-        Ok(lo + below)
+        lo + below
     }
 
     /// Splitters cutting the runs' records into ranges of about
     /// `budget / (4 x threads)` bytes (at least two per thread), and for
     /// each run where each range starts (and where the last ends).
-    fn ranges(&self, runs: &[Run]) -> Result<Vec<Vec<usize>>> {
+    fn ranges(&self, runs: &[Run]) -> Vec<Vec<usize>> {
         let mut all: Vec<u128> = runs
             .iter()
             .flat_map(|r| r.samples.iter().copied())
@@ -314,109 +362,273 @@ impl Sort<'_, '_> {
         runs.par_iter()
             .map(|run| {
                 let mut cuts = vec![0];
-                for &s in &splitters {
-                    cuts.push(self.cut(run, s)?);
-                }
+                cuts.extend(splitters.iter().map(|&s| self.cut(run, s)));
                 cuts.push(run.len);
-                Ok(cuts)
+                cuts
             })
             .collect()
     }
 
-    /// Merges the runs in key ranges on the workers, at most two ranges
-    /// per worker ahead of the one being written, and writes each range to
-    /// `out` on the calling thread, in order.
-    fn merge(&self, runs: &[Run], ledger: &Ledger, out: &mut dyn Write) -> Result<()> {
-        let cuts = self.pool.install(|| self.ranges(runs))?;
+    /// Merges the runs in key ranges on the workers and writes them to
+    /// `out`: to a stream on the calling thread, in order, at most two
+    /// ranges per worker ahead of the one being written; to a file by the
+    /// worker that merges each range, at the range's offset.
+    fn merge(&self, runs: &[Run], ledger: &Ledger, out: Out<'_>) -> Result<()> {
+        let cuts = self.pool.install(|| self.ranges(runs));
         let ranges = cuts.first().map_or(0, |c| c.len() - 1);
-        let mut released = vec![0u64; runs.len()];
-        self.pool.ordered(
-            (ranges, 2 * self.threads),
-            |r| self.merge_range(runs, &cuts, r, ledger),
-            |r, merged| {
-                let merged = merged?;
-                out.write_all(&merged).map_err(Error::Output)?;
-                ledger.hand_over(merged.len() as u64);
-                self.punch(runs, &cuts, r, &mut released);
-                Ok(())
-            },
-        )?;
-        out.flush().map_err(Error::Output)
+        // The cuts' reads mapped pages all over the runs (a large
+        // page-cache folio at a time): let go of them before the merge.
+        #[cfg(unix)]
+        for run in runs {
+            if let Stored::File(f) = &run.stored {
+                f.map.release_range(0..f.map.bytes().len());
+            }
+        }
+        match out {
+            Out::Stream(out) => {
+                self.pool.ordered(
+                    (ranges, 2 * self.threads),
+                    |r| self.merge_range(runs, &cuts, r, ledger),
+                    |r, merged: Merged<'_>| {
+                        out.write_all(&merged.bytes).map_err(Error::Output)?;
+                        ledger.hand_over(merged.held);
+                        self.punch(runs, &cuts, r);
+                        Ok::<(), Error>(())
+                    },
+                )?;
+                out.flush().map_err(Error::Output)
+            }
+            Out::File { file, base } => self.pool.install(|| {
+                (0..ranges).into_par_iter().try_for_each(|r| {
+                    let before: usize = cuts.iter().map(|c| c[r]).sum();
+                    let at = base + (before * self.shape.len) as u64;
+                    self.write_range(runs, &cuts, r, ledger, (file, at))
+                })
+            }),
+        }
     }
 
-    /// Frees the disk space of every run file's whole pages below range
-    /// `r + 1` (ranges are written in order, and every read of a later
-    /// range starts at or after it), from `released[m]` on for run `m`, so
-    /// that the runs shrink as the merge goes (see `spill::punch_hole`).
-    fn punch(&self, runs: &[Run], cuts: &[Vec<usize>], r: usize, released: &mut [u64]) {
-        const PAGE: u64 = 4 << 10;
+    /// Once range `r` is written: frees the disk space of every run file's
+    /// whole pages inside it (no other range reads them; the pages a range
+    /// shares with the next stay until the files are removed; see
+    /// `spill::punch_hole`), and lets go of the map's pages the range
+    /// touched, the shared ones too (a neighbour still reading one maps it
+    /// again from the page cache): a punched page may stay in the page
+    /// cache, and mapped, while part of it is still in the file.
+    fn punch(&self, runs: &[Run], cuts: &[Vec<usize>], r: usize) {
+        const PAGE: usize = 4 << 10;
         for (m, run) in runs.iter().enumerate() {
-            if let Stored::File(_, file) = &run.stored {
-                let upto = (cuts[m][r + 1] * self.shape.len) as u64 / PAGE * PAGE;
-                if upto > released[m] {
-                    punch_hole(file, released[m], upto - released[m]);
-                    released[m] = upto;
+            if let Stored::File(RunFile { file, map, .. }) = &run.stored {
+                let (start, end) = (cuts[m][r] * self.shape.len, cuts[m][r + 1] * self.shape.len);
+                let (from, to) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
+                if from < to {
+                    punch_hole(file, from as u64, (to - from) as u64);
                 }
+                #[cfg(unix)]
+                map.release_range(start / PAGE * PAGE..end.next_multiple_of(PAGE));
             }
         }
     }
 
-    /// Merges range `r` of every run into one buffer, counted in the
-    /// ledger until written.
-    fn merge_range(
+    /// Range `r` of every run that has records in it, with the run's
+    /// number: a file's records mapped in, an in-memory run's gathered.
+    fn parts<'r>(&'r self, runs: &'r [Run], cuts: &[Vec<usize>], r: usize) -> Parts<'r> {
+        runs.iter()
+            .enumerate()
+            .filter(|(m, _)| cuts[*m][r] < cuts[*m][r + 1])
+            .map(|(m, run)| {
+                let part = self.records(run, cuts[m][r], cuts[m][r + 1]);
+                populate(run, &part);
+                (m as u128, part)
+            })
+            .collect()
+    }
+
+    /// Merges range `r` of every run into one buffer (a range of one run
+    /// is that run's records as they are), counted in the ledger until
+    /// written with the mapped pages it was merged from.
+    fn merge_range<'r>(
+        &'r self,
+        runs: &'r [Run],
+        cuts: &[Vec<usize>],
+        r: usize,
+        ledger: &Ledger,
+    ) -> Merged<'r> {
+        let parts = self.parts(runs, cuts, r);
+        let total: usize = parts.iter().map(|(_, p)| p.len()).sum();
+        let gathered: usize = parts
+            .iter()
+            .filter(|(_, p)| matches!(p, Cow::Owned(_)))
+            .map(|(_, p)| p.len())
+            .sum();
+        ledger.merged(2 * total as u64);
+        let bytes = match parts.len() {
+            0 => Cow::Borrowed(&[][..]),
+            1 => parts.into_iter().next().expect("one part").1,
+            _ => {
+                let mut merged = Vec::with_capacity(total);
+                let whole = self.merge_parts(&parts, &mut merged, usize::MAX, |_| Ok(()));
+                whole.expect("a merge that never flushes cannot fail");
+                Cow::Owned(merged)
+            }
+        };
+        // The records gathered from the input are dropped once merged; a
+        // file's mapped pages stay until punched after the write.
+        let freed = match bytes {
+            Cow::Owned(_) => gathered,
+            Cow::Borrowed(_) => total,
+        };
+        ledger.hand_over(freed as u64);
+        Merged {
+            bytes,
+            held: (2 * total - freed) as u64,
+        }
+    }
+
+    /// Merges range `r` of every run and writes it to `file` from offset
+    /// `at` on, a piece of [`WRITE_BUFFER`] bytes at a time (written while
+    /// it is still in the cache); the range's mapped pages are punched out
+    /// of the runs' files once written. The ledger counts the range's
+    /// records and the piece meanwhile.
+    fn write_range(
         &self,
         runs: &[Run],
         cuts: &[Vec<usize>],
         r: usize,
         ledger: &Ledger,
-    ) -> Result<Vec<u8>> {
-        let len = self.shape.len;
-        let parts: Vec<(usize, Range<usize>)> = (0..runs.len())
-            .map(|m| (m, cuts[m][r]..cuts[m][r + 1]))
-            .filter(|(_, p)| p.start < p.end)
-            .collect();
+        (file, mut at): (&File, u64),
+    ) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let parts = self.parts(runs, cuts, r);
         let total: usize = parts.iter().map(|(_, p)| p.len()).sum();
-        let mut read = vec![0u8; total * len];
-        ledger.merged(2 * read.len() as u64);
-        let mut at = 0;
-        let mut heads = Vec::with_capacity(parts.len());
-        for (m, p) in &parts {
-            let bytes = p.len() * len;
-            self.read(&runs[*m], p.start, p.end, &mut read[at..at + bytes])?;
-            heads.push((*m as u128, at..at + bytes));
-            at += bytes;
-        }
-        if parts.len() <= 1 {
-            ledger.hand_over(read.len() as u64);
-            return Ok(read);
-        }
-        let mut merged = Vec::with_capacity(read.len());
-        self.merge_parts(&read, heads, &mut merged);
-        ledger.hand_over(read.len() as u64);
-        Ok(merged)
+        let held = (total + WRITE_BUFFER) as u64;
+        ledger.merged(held);
+        let mut write = |bytes: &[u8]| {
+            file.write_all_at(bytes, at).map_err(Error::Output)?;
+            at += bytes.len() as u64;
+            Ok(())
+        };
+        let written = match parts.len() {
+            0 => Ok(()),
+            1 => write(&parts[0].1),
+            _ => {
+                let mut piece = Vec::with_capacity(WRITE_BUFFER + self.shape.len);
+                self.merge_parts(&parts, &mut piece, WRITE_BUFFER, &mut write)
+                    .and_then(|()| write(&piece))
+            }
+        };
+        drop(parts);
+        self.punch(runs, cuts, r);
+        ledger.hand_over(held);
+        written
     }
 
-    /// Appends the records of the sorted parts of `read` (each with its
-    /// run's number) to `out` in (key, run) order: a loser tree.
-    fn merge_parts(&self, read: &[u8], parts: Vec<(u128, Range<usize>)>, out: &mut Vec<u8>) {
+    /// Appends the records of the sorted `parts` (each with its run's
+    /// number) to `out` in (key, run) order, a loser tree; each time `out`
+    /// holds `flush_at` bytes or more, hands them to `flush` and empties
+    /// it (what is left at the end stays in `out`).
+    fn merge_parts(
+        &self,
+        parts: &[(u128, Cow<'_, [u8]>)],
+        out: &mut Vec<u8>,
+        flush_at: usize,
+        mut flush: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
         let len = self.shape.len;
-        let head = |(run, p): &(u128, Range<usize>)| match p.start < p.end {
-            true => self.shape.key_bits(&read[p.start..p.end]) | run,
-            false => u128::MAX,
+        let mut rest: Vec<&[u8]> = parts.iter().map(|(_, p)| &p[..]).collect();
+        let head = |m: usize, rest: &[u8]| match rest.is_empty() {
+            true => u128::MAX,
+            false => self.shape.key_bits(rest) | parts[m].0,
         };
-        let mut parts = parts;
-        let keys: Vec<u128> = parts.iter().map(head).collect();
+        let keys: Vec<u128> = rest.iter().enumerate().map(|(m, p)| head(m, p)).collect();
         let mut tree = LoserTree::new(keys);
         loop {
             let w = tree.winner();
-            let p = &mut parts[w].1;
-            if p.start == p.end {
-                break;
+            let Some((rec, after)) = rest[w].split_at_checked(len) else {
+                return Ok(());
+            };
+            out.extend_from_slice(rec);
+            rest[w] = after;
+            tree.replace(head(w, after));
+            if out.len() >= flush_at {
+                flush(&out[..])?;
+                out.clear();
             }
-            out.extend_from_slice(&read[p.start..p.start + len]);
-            p.start += len;
-            tree.replace(head(&parts[w]));
         }
+    }
+}
+
+/// Fails if a page of a run's file could not be read during the merge
+/// (it read as zeros).
+fn check_runs(runs: &[Run]) -> Result<()> {
+    for run in runs {
+        if let Stored::File(f) = &run.stored {
+            if f.map.faulted() {
+                let lost = std::io::Error::other("a page of the run could not be read back");
+                return Err(failed(&f.path, lost));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Maps the pages of `part` (records of `run`'s file) in one call, read
+/// ahead from the disk if they are not cached, rather than one fault at a
+/// time as the merge reaches them.
+fn populate(run: &Run, part: &[u8]) {
+    #[cfg(target_os = "linux")]
+    if let Stored::File(f) = &run.stored {
+        let offset = part.as_ptr() as usize - f.map.bytes().as_ptr() as usize;
+        f.map.populate(offset..offset + part.len());
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (run, part);
+}
+
+/// Sorts packed keys: a counting pass spreads them by the [`DIGIT`] bits
+/// below the key bits they all share into buckets in place (American flag
+/// sort), and each bucket, small enough to stay in the cache, is then
+/// sorted apart. Fewer keys than [`RADIX_FROM`] are sorted as they are.
+fn sort_keys(keys: &mut [u128]) {
+    let Some(&first) = keys.first().filter(|_| keys.len() >= RADIX_FROM) else {
+        keys.sort_unstable();
+        return;
+    };
+    // The key bits that differ between some keys (not the index's).
+    let differ = keys.iter().fold(0, |d, &k| d | (k ^ first)) & !u128::from(u32::MAX);
+    if differ == 0 {
+        keys.sort_unstable();
+        return;
+    }
+    let shift = 128 - differ.leading_zeros() - DIGIT;
+    let digit = |k: u128| (k >> shift) as usize & ((1 << DIGIT) - 1);
+    let mut ends = vec![0usize; 1 << DIGIT];
+    for &k in keys.iter() {
+        ends[digit(k)] += 1;
+    }
+    let mut sum = 0;
+    for e in &mut ends {
+        sum += *e;
+        *e = sum;
+    }
+    let starts: Vec<usize> = std::iter::once(0).chain(ends.iter().copied()).collect();
+    // `next[b]`: bucket `b`'s first slot not yet holding one of its keys.
+    let mut next = starts.clone();
+    for b in 0..ends.len() {
+        while next[b] < ends[b] {
+            let mut k = keys[next[b]];
+            let mut d = digit(k);
+            while d != b {
+                std::mem::swap(&mut k, &mut keys[next[d]]);
+                next[d] += 1;
+                d = digit(k);
+            }
+            keys[next[b]] = k;
+            next[b] += 1;
+        }
+    }
+    for b in 0..ends.len() {
+        keys[starts[b]..ends[b]].sort_unstable();
     }
 }
 
@@ -480,8 +692,45 @@ impl LoserTree {
     }
 }
 
-/// Reads `out.len()` bytes of `file` at `offset`.
-fn read_at(file: &File, out: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(out, offset)
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `n` packed keys of `key` bytes drawn from `values` distinct values
+    /// shifted up by `skew` bits (keys sharing their first bits), each
+    /// with its index.
+    fn packed(n: usize, key: u32, values: u64, skew: u32, seed: u64) -> Vec<u128> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let v = u128::from(x % values) << skew;
+                let bits = (v << (128 - 8 * key)) & (u128::MAX << (128 - 8 * key));
+                bits | i as u128
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+        /// Spread into buckets or not, all keys equal, few distinct or
+        /// sharing their first bits: the order of a plain sort.
+        #[test]
+        fn sort_keys_sorts_as_a_plain_sort(
+            n in prop_oneof![0usize..100, RADIX_FROM - 1..RADIX_FROM + 1, 100_000usize..300_000],
+            key in 1u32..=12,
+            values in prop_oneof![Just(1u64), 2u64..300, Just(u64::MAX)],
+            skew in 0u32..40,
+            seed in any::<u64>(),
+        ) {
+            let mut keys = packed(n, key, values, skew, seed);
+            let mut want = keys.clone();
+            want.sort_unstable();
+            sort_keys(&mut keys);
+            prop_assert!(keys == want);
+        }
+    }
 }

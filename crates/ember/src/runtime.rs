@@ -332,6 +332,46 @@ impl Runtime {
         opts: &RunOptions,
         out: &mut dyn std::io::Write,
     ) -> Result<Stats> {
+        self.sort_records_into(input, shape, opts, record_sort::Out::Stream(out))
+    }
+
+    /// [`Runtime::sort_records`] into a regular file, from its current
+    /// position on: each worker writes the key ranges it merges at their
+    /// offsets (`pwrite`), rather than the calling thread writing them all
+    /// in order; the file's position is left after the records. `out` must
+    /// not be opened for appending ([`Error::Config`]: an appending write
+    /// ignores its offset).
+    pub fn sort_records_to_file(
+        &self,
+        input: &Input<'_>,
+        shape: RecordShape,
+        opts: &RunOptions,
+        out: &std::fs::File,
+    ) -> Result<Stats> {
+        use std::io::{Seek, SeekFrom};
+        if appends(out) {
+            return Err(Error::Config(
+                "sorted records are written at offsets: the output file must not be opened for appending"
+                    .into(),
+            ));
+        }
+        let mut file = out;
+        let base = file.stream_position().map_err(Error::Output)?;
+        let stats =
+            self.sort_records_into(input, shape, opts, record_sort::Out::File { file, base })?;
+        file.seek(SeekFrom::Start(base + stats.input_bytes))
+            .map_err(Error::Output)?;
+        Ok(stats)
+    }
+
+    /// Checks the input and runs the record sort into `out`.
+    fn sort_records_into(
+        &self,
+        input: &Input<'_>,
+        shape: RecordShape,
+        opts: &RunOptions,
+        out: record_sort::Out<'_>,
+    ) -> Result<Stats> {
         if input.parts() != 1 || input.is_streamed() {
             return Err(Error::Config(format!(
                 "sorting records reads one file held in memory or mapped, not {} {}",
@@ -800,4 +840,14 @@ fn trace_run(watch: Watch<'_>, start: Instant, stats: &Stats) {
         pairs: Some(stats.output_pairs),
     };
     watch.span(Track::Run, SpanKind::Run, start, args);
+}
+
+/// Whether `file` was opened for appending (every write goes to its end,
+/// whatever the offset asked).
+fn appends(file: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `F_GETFL` on a descriptor the `File` owns and keeps open for
+    // the call reads its flags and touches no memory of ours.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    flags != -1 && flags & libc::O_APPEND != 0
 }

@@ -108,6 +108,61 @@ fn a_mapped_file_sorts_the_same_spilled_or_not() {
     }
 }
 
+/// Sorted into a file at offsets by the workers (after bytes already in
+/// it): the bytes of the plain sort after those, for 1, 2 and 7 threads,
+/// budgets that spill and one that does not, runs large enough to be
+/// spread into buckets before they are sorted; the file's position is left
+/// after the records, and no spill file is left.
+#[test]
+fn a_file_output_written_at_offsets_holds_the_plain_sort() {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let shape = RecordShape { len: 24, key: 10 };
+    let data = records(400_000, shape, u64::MAX, 9);
+    let want = plain(&data, shape);
+    let spill = tempfile::tempdir().unwrap();
+    for threads in [1, 2, 7] {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        for limit in [1 << 20, 8 << 20, 1 << 30] {
+            let opts = RunOptions::default()
+                .memory_limit(limit)
+                .spill_dir(spill.path().to_path_buf());
+            let mut file = tempfile::tempfile().unwrap();
+            file.write_all(b"before").unwrap();
+            let stats = rt
+                .sort_records_to_file(&Input::bytes(&data), shape, &opts, &file)
+                .unwrap();
+            let what = format!("{threads} threads, limit {limit}");
+            assert_eq!(stats.memory.spills > 0, limit < 1 << 30, "{what}");
+            assert_eq!(file.stream_position().unwrap(), 6 + data.len() as u64);
+            let mut got = Vec::new();
+            file.seek(SeekFrom::Start(0)).unwrap();
+            file.read_to_end(&mut got).unwrap();
+            assert!(got[..6] == *b"before", "{what}: the bytes before");
+            assert!(got[6..] == want[..], "{what}: output differs");
+            assert_eq!(left_in(spill.path()), 0, "{what}: spill files left");
+        }
+    }
+}
+
+/// A file opened for appending would take every write at its end,
+/// whatever the offset: refused before anything is sorted.
+#[test]
+fn a_file_output_opened_for_appending_is_refused() {
+    let shape = RecordShape { len: 100, key: 10 };
+    let data = records(1_000, shape, u64::MAX, 10);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out");
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .unwrap();
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let err = rt.sort_records_to_file(&Input::bytes(&data), shape, &RunOptions::default(), &file);
+    assert!(matches!(err, Err(Error::Config(_))), "{err:?}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+}
+
 /// A spill directory that cannot be written (a file-size limit, as for a
 /// full disk, is not portable; a missing directory is): an error naming
 /// it, nothing written.
