@@ -405,8 +405,12 @@ fn job_for<'a>(
     Ok(match docs {
         Docs::Files => (InvertedIndex::files(input)?, None),
         Docs::Lines => {
-            // The index run reads the input again: the numbering keeps it.
-            let numbering = opts.clone().release_mapped(false);
+            // The index run reads the input again: the numbering keeps its
+            // pages, unless the caller lets them go under a memory limit
+            // (then the input stays out of the process's memory, and the
+            // index run maps it again from the page cache).
+            let release = opts.release_mapped && opts.memory_limit.is_some();
+            let numbering = opts.clone().release_mapped(release);
             let (lines, stats) = LineNumbers::build(rt, input, &numbering)?;
             (InvertedIndex::lines(lines), Some(stats))
         }
