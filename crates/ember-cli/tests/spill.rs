@@ -104,34 +104,41 @@ fn an_external_sort_writes_what_the_in_memory_sort_does() {
     }
 }
 
-/// A disk that fills up: a file-size limit (`ulimit -f`, with SIGXFSZ
-/// ignored so that a write fails with EFBIG instead of killing the
-/// process), which holds for root too.
-#[test]
-fn a_full_disk_is_one_line_and_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let spill = tempfile::tempdir().unwrap();
-    let text = corpus(dir.path(), "8MiB");
-    let out = dir.path().join("counts.tsv");
+/// Runs `ember ARGS --spill-dir SPILL` on a disk that fills up after
+/// `kib` KiB: a file-size limit (`ulimit -f`, with SIGXFSZ ignored so that
+/// a write fails with EFBIG instead of killing the process), which holds
+/// for root too. Checks that it fails with one line starting with
+/// `starts` and naming the error, and leaves no `out` and no spill file.
+fn assert_full_disk_fails(args: &[&str], kib: u32, spill: &Path, out: &Path, starts: &str) {
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
     let cmd = format!(
-        "trap '' XFSZ; ulimit -f 1024; exec '{}' wordcount '{}' -o '{}' --memory-limit 64KiB \
-         --spill-dir '{}'",
+        "trap '' XFSZ; ulimit -f {kib}; exec '{}' {} --spill-dir '{}'",
         env!("CARGO_BIN_EXE_ember"),
-        text.display(),
-        out.display(),
-        spill.path().display()
+        quoted.join(" "),
+        spill.display()
     );
     let o = Command::new("sh").args(["-c", &cmd]).output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
-        stderr.starts_with("ember: cannot spill to '") && stderr.contains("File too large"),
+        stderr.starts_with(starts) && stderr.contains("File too large"),
         "{stderr}"
     );
     assert!(!out.exists(), "an output file was left");
+    assert!(names(spill).is_empty(), "spill files left");
+}
+
+#[test]
+fn a_full_disk_is_one_line_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = tempfile::tempdir().unwrap();
+    let text = corpus(dir.path(), "8MiB");
+    let out = dir.path().join("counts.tsv");
+    let (t, o) = (text.to_str().unwrap(), out.to_str().unwrap());
+    let args = ["wordcount", t, "-o", o, "--memory-limit", "64KiB"];
+    assert_full_disk_fails(&args, 1024, spill.path(), &out, "ember: cannot spill to '");
     assert_eq!(names(dir.path()), vec!["text.txt"]);
-    assert!(names(spill.path()).is_empty(), "spill files left");
 }
 
 /// The external sort's output, written at offsets by the workers, on a
@@ -150,25 +157,10 @@ fn an_external_sort_to_a_full_disk_is_one_line_and_leaves_nothing() {
         .unwrap();
     assert!(status.success());
     let out = dir.path().join("sorted.dat");
-    let cmd = format!(
-        "trap '' XFSZ; ulimit -f 2048; exec '{}' sort '{}' -o '{}' -t 2 --memory-limit 1MiB \
-         --spill-dir '{}'",
-        env!("CARGO_BIN_EXE_ember"),
-        records.display(),
-        out.display(),
-        spill.path().display()
-    );
-    let o = Command::new("sh").args(["-c", &cmd]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.starts_with("ember: cannot write '") && stderr.contains("File too large"),
-        "{stderr}"
-    );
-    assert!(!out.exists(), "an output file was left");
+    let (r, o) = (records.to_str().unwrap(), out.to_str().unwrap());
+    let args = ["sort", r, "-o", o, "-t", "2", "--memory-limit", "1MiB"];
+    assert_full_disk_fails(&args, 2048, spill.path(), &out, "ember: cannot write '");
     assert_eq!(names(dir.path()), vec!["records.dat"]);
-    assert!(names(spill.path()).is_empty(), "spill files left");
 }
 
 #[test]

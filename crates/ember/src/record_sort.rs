@@ -364,6 +364,13 @@ impl Sort<'_, '_> {
                 let mut cuts = vec![0];
                 cuts.extend(splitters.iter().map(|&s| self.cut(run, s)));
                 cuts.push(run.len);
+                // The cuts' reads mapped pages all over the run's file (a
+                // large page-cache folio at a time): let go of them before
+                // the next run's, so the RSS never holds every run's.
+                #[cfg(unix)]
+                if let Stored::File(f) = &run.stored {
+                    f.map.release_range(0..f.map.bytes().len());
+                }
                 cuts
             })
             .collect()
@@ -376,14 +383,6 @@ impl Sort<'_, '_> {
     fn merge(&self, runs: &[Run], ledger: &Ledger, out: Out<'_>) -> Result<()> {
         let cuts = self.pool.install(|| self.ranges(runs));
         let ranges = cuts.first().map_or(0, |c| c.len() - 1);
-        // The cuts' reads mapped pages all over the runs (a large
-        // page-cache folio at a time): let go of them before the merge.
-        #[cfg(unix)]
-        for run in runs {
-            if let Stored::File(f) = &run.stored {
-                f.map.release_range(0..f.map.bytes().len());
-            }
-        }
         match out {
             Out::Stream(out) => {
                 self.pool.ordered(
