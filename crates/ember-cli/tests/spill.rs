@@ -23,6 +23,19 @@ fn corpus(dir: &Path, size: &str) -> std::path::PathBuf {
     path
 }
 
+/// 40,000 sort records (`ember gen sort`) in `dir/records.dat`.
+fn records(dir: &Path) -> std::path::PathBuf {
+    let records = dir.join("records.dat");
+    let status = ember()
+        .args(["gen", "sort", "--records", "40000", "-o"])
+        .arg(&records)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    records
+}
+
 #[test]
 fn a_spilling_run_writes_what_an_unlimited_one_does() {
     let dir = tempfile::tempdir().unwrap();
@@ -64,14 +77,7 @@ fn a_spilling_run_writes_what_an_unlimited_one_does() {
 fn an_external_sort_writes_what_the_in_memory_sort_does() {
     let dir = tempfile::tempdir().unwrap();
     let spill = tempfile::tempdir().unwrap();
-    let records = dir.path().join("records.dat");
-    let status = ember()
-        .args(["gen", "sort", "--records", "40000", "-o"])
-        .arg(&records)
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let records = records(dir.path());
     let sort = |out: &str, extra: &[&str]| {
         let o = ember()
             .arg("sort")
@@ -148,14 +154,7 @@ fn a_full_disk_is_one_line_and_leaves_nothing() {
 fn an_external_sort_to_a_full_disk_is_one_line_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let spill = tempfile::tempdir().unwrap();
-    let records = dir.path().join("records.dat");
-    let status = ember()
-        .args(["gen", "sort", "--records", "40000", "-o"])
-        .arg(&records)
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let records = records(dir.path());
     let out = dir.path().join("sorted.dat");
     let (r, o) = (records.to_str().unwrap(), out.to_str().unwrap());
     let args = ["sort", r, "-o", o, "-t", "2", "--memory-limit", "1MiB"];
