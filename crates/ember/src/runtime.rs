@@ -763,6 +763,12 @@ impl Runtime {
     ) -> Result<Source<'i, 'a>> {
         if !input.is_streamed() {
             let pages = if opts.release_mapped {
+                // Finding the splits' first records and the sample mapped
+                // pages all over the input (a whole large page-cache folio
+                // per touch): let go of them before the map reads it split
+                // by split, or they stay until their split is mapped.
+                #[cfg(unix)]
+                input.release_stripe(0, 1);
                 Pages::Release
             } else {
                 Pages::Keep
