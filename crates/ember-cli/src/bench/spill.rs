@@ -9,7 +9,10 @@
 //! peak resident memory is its own (`wait4`'s `ru_maxrss`); the pages of a
 //! memory-mapped input count in it (word count streams its input, the
 //! inverted index maps it, the sorts map theirs). The sort rows sync their
-//! output to disk (`--sync`), as the copy they are held to does. Each
+//! output to disk (`--sync`), as the copy they are held to does, and each
+//! of them and the copy reads the records from the disk: their pages are
+//! dropped from the page cache before every run, so the table compares
+//! disk to disk whatever the run before left cached. Each
 //! spilling row's child writes its stats, and the table is followed by
 //! what it spilled.
 //!
@@ -201,12 +204,16 @@ fn sorts(a: &Args, sizes: Sizes, scratch: &Path) -> Result<()> {
         if limited {
             args.extend(["--memory-limit".into(), sizes.sort_limit.to_string()]);
         }
-        Contender::new(name.to_string(), move || child(&args, &records, scratch))
-            .role(Role::Work(threads))
+        Contender::new(name.to_string(), move || {
+            evict(&records)?;
+            child(&args, &records, scratch)
+        })
+        .role(Role::Work(threads))
     };
     let copy_out = scratch.join("copy.out");
     let contenders = vec![
         Contender::new("read + write once (the disk's rate)", || {
+            evict(&records)?;
             copy(&records, &copy_out)
         })
         .role(Role::Limit(threads)),
@@ -231,6 +238,22 @@ fn print_spilled(rows: &[Row]) {
         if let Some(note) = &row.last().note {
             println!("{}: {note}", row.name);
         }
+    }
+}
+
+/// Drops the pages of the file at `path` from the page cache
+/// (`POSIX_FADV_DONTNEED`; written pages are synced first), so that the
+/// next run reads it from the disk: the sort rows and the copy they are
+/// held to each start from the disk, whatever the run before left cached.
+fn evict(path: &Path) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let file = File::open(path)?;
+    file.sync_all()?;
+    // SAFETY: a plain system call on a descriptor `file` keeps open.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    match rc {
+        0 => Ok(()),
+        e => Err(std::io::Error::from_raw_os_error(e).into()),
     }
 }
 
