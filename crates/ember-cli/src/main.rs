@@ -117,6 +117,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            output::yield_to_signal();
             eprintln!("ember: {}", common::one_line(&e));
             ExitCode::FAILURE
         }

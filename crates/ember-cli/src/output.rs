@@ -47,6 +47,11 @@ pub(crate) fn set_sync(sync: bool) {
 /// at once.
 static WATCHING: AtomicBool = AtomicBool::new(false);
 
+/// Set by the signal thread before it removes anything: from then on an
+/// error the command meets may be the removal's doing (a spill directory
+/// gone under a worker), and the signal thread's line is the one to show.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
 /// The signals caught for the signal thread, until [`watch`] starts it.
 static CAUGHT: Mutex<Option<Signals>> = Mutex::new(None);
 
@@ -105,6 +110,7 @@ pub(crate) fn watch() -> Result<()> {
         .name("ember-signals".into())
         .spawn(move || {
             if let Some(sig) = caught.forever().next() {
+                STOPPING.store(true, Ordering::SeqCst);
                 // Held until exit: no output can be renamed into place now.
                 let files = pending();
                 for f in files.iter() {
@@ -119,6 +125,15 @@ pub(crate) fn watch() -> Result<()> {
         })?;
     WATCHING.store(true, Ordering::SeqCst);
     Ok(())
+}
+
+/// Waits for the end of the process if the signal thread is handling a
+/// signal: the command's own error is then no more than the clean-up's
+/// doing, and the signal thread prints the one line and exits.
+pub(crate) fn yield_to_signal() {
+    while STOPPING.load(Ordering::SeqCst) {
+        std::thread::park();
+    }
 }
 
 /// Where a command writes: standard output, a file that appears only
