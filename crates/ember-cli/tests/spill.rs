@@ -10,11 +10,13 @@ use std::time::{Duration, Instant};
 mod support;
 use support::{ember, names};
 
-/// A generated text of `size` in `dir`.
-fn corpus(dir: &Path, size: &str) -> std::path::PathBuf {
-    let path = dir.join("text.txt");
+/// `dir/name`, written by `ember gen ARGS -o dir/name`.
+fn generated(dir: &Path, name: &str, args: &[&str]) -> std::path::PathBuf {
+    let path = dir.join(name);
     let status = ember()
-        .args(["gen", "text", "--size", size, "-o"])
+        .arg("gen")
+        .args(args)
+        .arg("-o")
         .arg(&path)
         .stderr(Stdio::null())
         .status()
@@ -23,17 +25,14 @@ fn corpus(dir: &Path, size: &str) -> std::path::PathBuf {
     path
 }
 
+/// A generated text of `size` in `dir/text.txt`.
+fn corpus(dir: &Path, size: &str) -> std::path::PathBuf {
+    generated(dir, "text.txt", &["text", "--size", size])
+}
+
 /// 40,000 sort records (`ember gen sort`) in `dir/records.dat`.
 fn records(dir: &Path) -> std::path::PathBuf {
-    let records = dir.join("records.dat");
-    let status = ember()
-        .args(["gen", "sort", "--records", "40000", "-o"])
-        .arg(&records)
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    records
+    generated(dir, "records.dat", &["sort", "--records", "40000"])
 }
 
 #[test]
