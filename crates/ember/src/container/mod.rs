@@ -45,6 +45,7 @@ mod group;
 pub(crate) mod hash;
 pub(crate) mod hash_tree;
 pub(crate) mod intern;
+mod slots;
 pub(crate) mod table;
 pub(crate) mod unique;
 

@@ -11,24 +11,24 @@
 //!   slot of a key it will emit a few words later, overlapping the misses
 //!   (Emit::prefetch), which hashbrown's API cannot express.
 //!
-//! Large tables are also advised to use transparent huge pages, which
-//! removes most TLB misses on random slot accesses.
+//! The slots are aligned to the cache line, and large tables to huge pages
+//! and advised to use them, which removes most TLB misses on random slot
+//! accesses ([`Slots`]).
 //!
 //! Linear probing on the hash's low bits, at most 70% full, doubling when
 //! fuller (so a table that starts too small is rehashed a logarithmic
 //! number of times).
 
+use super::slots::Slots;
 use crate::key::Key;
 
 /// Slots at most 70% full.
 const MAX_LOAD_NUM: usize = 7;
 const MAX_LOAD_DEN: usize = 10;
-/// Tables of at least this many bytes are advised to use huge pages.
-const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
 /// An open-addressing map from keys to combiner states.
 pub(crate) struct Table<K, S> {
-    slots: Vec<Option<(K, S)>>,
+    slots: Slots<Option<(K, S)>>,
     len: usize,
 }
 
@@ -38,10 +38,10 @@ impl<K: Key, S> Table<K, S> {
         let slots = (n * MAX_LOAD_DEN / MAX_LOAD_NUM + 1)
             .next_power_of_two()
             .max(16);
-        let mut v = Vec::with_capacity(slots);
-        advise_huge_pages(&v);
-        v.resize_with(slots, || None);
-        Table { slots: v, len: 0 }
+        Table {
+            slots: Slots::new(slots),
+            len: 0,
+        }
     }
 
     /// Makes room for `keys` keys in all without growing.
@@ -233,7 +233,7 @@ impl<K: Key, S> Table<K, S> {
     /// Moves every key into a table with room for `keys`.
     fn rebuild(&mut self, keys: usize) {
         let mut bigger = Table::with_capacity(keys);
-        for (k, s) in std::mem::take(&mut self.slots).into_iter().flatten() {
+        for (k, s) in self.slots.iter_mut().filter_map(Option::take) {
             bigger.place_new(k, s);
         }
         self.slots = bigger.slots;
@@ -253,34 +253,33 @@ impl<K: Key, S> Table<K, S> {
 
 impl<K, S> IntoIterator for Table<K, S> {
     type Item = (K, S);
-    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Option<(K, S)>>>;
+    type IntoIter = IntoIter<K, S>;
     fn into_iter(self) -> Self::IntoIter {
-        self.slots.into_iter().flatten()
+        IntoIter {
+            slots: self.slots,
+            at: 0,
+        }
     }
 }
 
-/// Asks the kernel to back a large allocation with transparent huge pages
-/// (on Linux with THP in `madvise` mode, the default on many distributions).
-fn advise_huge_pages<T>(v: &Vec<T>) {
-    #[cfg(target_os = "linux")]
-    {
-        let bytes = v.capacity() * std::mem::size_of::<T>();
-        if bytes < HUGE_PAGE_MIN_BYTES {
-            return;
+/// A table's keys and states, taken out slot by slot.
+pub(crate) struct IntoIter<K, S> {
+    slots: Slots<Option<(K, S)>>,
+    at: usize,
+}
+
+impl<K, S> Iterator for IntoIter<K, S> {
+    type Item = (K, S);
+    #[inline]
+    fn next(&mut self) -> Option<(K, S)> {
+        while let Some(slot) = self.slots.get_mut(self.at) {
+            self.at += 1;
+            if let Some(entry) = slot.take() {
+                return Some(entry);
+            }
         }
-        const PAGE: usize = 4096;
-        let start = v.as_ptr() as usize;
-        let aligned = start.next_multiple_of(PAGE);
-        let len = (start + bytes).saturating_sub(aligned) / PAGE * PAGE;
-        // SAFETY: the range lies inside `v`'s allocation, which is ours and
-        // not yet initialized; MADV_HUGEPAGE changes how the kernel backs the
-        // pages, never their contents or validity. Failure is harmless.
-        unsafe {
-            libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
-        }
+        None
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (v, HUGE_PAGE_MIN_BYTES);
 }
 
 #[cfg(test)]

@@ -1,0 +1,154 @@
+//! A fixed-length slot array aligned to the cache line (to 2 MiB when it is
+//! large), for the open-addressing [`Table`](super::table::Table).
+//!
+//! A `Vec`'s buffer is only as aligned as its element: a `Vec` of 32-byte
+//! slots from the system allocator starts 16 bytes into a cache line, so
+//! every other slot straddles two lines. A lookup then prefetches one line
+//! and waits for the other (a word count's key compare stalled on the
+//! second half of its slot). Aligned to the line, a 32-byte slot is always
+//! in one line. A large array is aligned to 2 MiB so that transparent huge
+//! pages can back all of it, not just its inside.
+
+use std::alloc::{self, Layout};
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+/// The cache line.
+const LINE: usize = 64;
+/// A transparent huge page.
+const HUGE_PAGE: usize = 2 << 20;
+/// Arrays of at least this many bytes are huge-page aligned and advised to
+/// use huge pages.
+pub(crate) const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
+
+/// `len` values of `T`, each starting as `T::default()`, in one aligned
+/// allocation.
+pub(crate) struct Slots<T> {
+    ptr: NonNull<T>,
+    len: usize,
+}
+
+// SAFETY: `Slots<T>` owns its values as a `Vec<T>` does; the pointer is
+// never shared outside the borrows `Deref` hands out.
+unsafe impl<T: Send> Send for Slots<T> {}
+// SAFETY: as for `Send`: shared access only reads through `&[T]`.
+unsafe impl<T: Sync> Sync for Slots<T> {}
+
+impl<T: Default> Slots<T> {
+    /// `len` default values.
+    pub(crate) fn new(len: usize) -> Self {
+        let Some(layout) = Self::layout(len) else {
+            return Slots {
+                ptr: NonNull::dangling(),
+                len,
+            };
+        };
+        // SAFETY: `layout` has a non-zero size (`layout` returns None for
+        // zero bytes).
+        let raw = unsafe { alloc::alloc(layout) } as *mut T;
+        let Some(ptr) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout)
+        };
+        advise_huge_pages(raw as *mut u8, layout.size());
+        for i in 0..len {
+            // SAFETY: `i < len`, inside the allocation of `len` values;
+            // `write` does not drop the uninitialized value it replaces.
+            unsafe { ptr.as_ptr().add(i).write(T::default()) };
+        }
+        Slots { ptr, len }
+    }
+}
+
+impl<T> Slots<T> {
+    /// The allocation's layout, or None when it holds no bytes.
+    fn layout(len: usize) -> Option<Layout> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+        if bytes == 0 {
+            return None;
+        }
+        let line = if bytes >= HUGE_PAGE_MIN_BYTES {
+            HUGE_PAGE
+        } else {
+            LINE
+        };
+        let align = line.max(std::mem::align_of::<T>());
+        Some(Layout::from_size_align(bytes, align).expect("a slot array's layout"))
+    }
+}
+
+impl<T> Deref for Slots<T> {
+    type Target = [T];
+    #[inline(always)]
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` holds `len` initialized values (or is dangling and
+        // well aligned with nothing to read, for zero bytes).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> DerefMut for Slots<T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> Drop for Slots<T> {
+    fn drop(&mut self) {
+        // SAFETY: the values are initialized and dropped once, here.
+        unsafe { std::ptr::drop_in_place(&mut **self as *mut [T]) };
+        if let Some(layout) = Self::layout(self.len) {
+            // SAFETY: allocated in `new` with this same layout.
+            unsafe { alloc::dealloc(self.ptr.as_ptr() as *mut u8, layout) };
+        }
+    }
+}
+
+/// Asks the kernel to back a large allocation with transparent huge pages
+/// (on Linux with THP in `madvise` mode, the default on many distributions).
+fn advise_huge_pages(start: *mut u8, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        if bytes < HUGE_PAGE_MIN_BYTES {
+            return;
+        }
+        // SAFETY: the range is our own fresh allocation, page aligned
+        // (huge-page aligned, see `Slots::layout`); MADV_HUGEPAGE changes
+        // how the kernel backs the pages, never their contents or validity.
+        // Failure is harmless.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, bytes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_aligned_initialized_and_dropped() {
+        type Slot = Option<(String, [u64; 2])>;
+        let size = std::mem::size_of::<Slot>();
+        for len in [0, 1, 3, 1000, HUGE_PAGE_MIN_BYTES / size + 1] {
+            let mut s = Slots::<Slot>::new(len);
+            assert_eq!(s.len(), len);
+            if len > 0 {
+                let align = if len * size >= HUGE_PAGE_MIN_BYTES {
+                    HUGE_PAGE
+                } else {
+                    LINE
+                };
+                assert_eq!(s.as_ptr() as usize % align, 0, "{len}");
+            }
+            assert!(s.iter().all(Option::is_none));
+            if let Some(last) = s.last_mut() {
+                *last = Some(("kept until drop".to_string(), [1, 2]));
+            }
+            assert_eq!(s.iter().flatten().count(), usize::from(len > 0));
+        }
+    }
+}
