@@ -44,6 +44,13 @@ pub fn for_each_word(data: &[u8], mut f: impl FnMut(&[u8])) {
     });
 }
 
+/// Calls `f(start, end)` for every word `data[start..end]`, in order, as it
+/// stands in `data` (not lower-cased): for callers that read the words'
+/// bytes themselves (the bench's counting limit).
+pub fn for_each_word_range(data: &[u8], mut f: impl FnMut(usize, usize)) {
+    tokens::tokens(Kernel::detect(), data, |s, e, _| f(s, e));
+}
+
 /// Words [`for_each_batch`] hands over at a time (the last batch of a call
 /// may be shorter).
 pub const BATCH: usize = 32;

@@ -121,7 +121,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
     .role(Role::Work(1));
     let threads = all_threads(a.bench.threads);
     let files = [file.clone()];
-    let mut limits = roofline::tokenizer(&files, threads, want.0);
+    let mut limits = roofline::counting::limit(&files, threads, want.0, want.1);
+    limits.extend(roofline::tokenizer(&files, threads, want.0));
     limits.extend(roofline::bandwidth(&files, threads));
     let v = versus(a.bench, c, |rt| run_ember(rt, &file, want), limits)?;
     let mb = spec.size as f64 / 1e6;

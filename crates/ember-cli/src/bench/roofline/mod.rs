@@ -14,6 +14,9 @@
 //!   ceiling of a histogram;
 //! - [`tokenizer`]: every word of the text found, nothing counted, the
 //!   ceiling of word count and the inverted index;
+//! - [`counting::limit`]: every word counted in a table of its thread's
+//!   own with nothing around it (no join, order or output), word count's
+//!   per-word work at its fastest;
 //! - [`arithmetic`]: the multiply-add rate of a plain vectorised loop on
 //!   one core (register-resident, no memory access), times the threads,
 //!   the ceiling of k-means, PCA and matrix multiply.
@@ -27,6 +30,8 @@ use ember::Input;
 use ember_apps::histogram::{Bmp, Counts};
 
 use super::harness::{Contender, Measured};
+
+pub(crate) mod counting;
 
 /// What a row of a bench's table is on the roofline.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
