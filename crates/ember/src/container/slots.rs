@@ -19,7 +19,7 @@ const LINE: usize = 64;
 const HUGE_PAGE: usize = 2 << 20;
 /// Arrays of at least this many bytes are huge-page aligned and advised to
 /// use huge pages.
-pub(crate) const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
+const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
 /// `len` values of `T`, each starting as `T::default()`, in one aligned
 /// allocation.
@@ -37,22 +37,23 @@ unsafe impl<T: Sync> Sync for Slots<T> {}
 impl<T: Default> Slots<T> {
     /// `len` default values.
     pub(crate) fn new(len: usize) -> Self {
-        let Some(layout) = Self::layout(len) else {
-            return Slots {
-                ptr: NonNull::dangling(),
-                len,
-            };
+        let ptr = match Self::layout(len) {
+            None => NonNull::dangling(),
+            Some(layout) => {
+                // SAFETY: `layout` has a non-zero size (`layout` returns
+                // None for zero bytes).
+                let raw = unsafe { alloc::alloc(layout) } as *mut T;
+                let Some(ptr) = NonNull::new(raw) else {
+                    alloc::handle_alloc_error(layout)
+                };
+                advise_huge_pages(raw as *mut u8, layout.size());
+                ptr
+            }
         };
-        // SAFETY: `layout` has a non-zero size (`layout` returns None for
-        // zero bytes).
-        let raw = unsafe { alloc::alloc(layout) } as *mut T;
-        let Some(ptr) = NonNull::new(raw) else {
-            alloc::handle_alloc_error(layout)
-        };
-        advise_huge_pages(raw as *mut u8, layout.size());
         for i in 0..len {
-            // SAFETY: `i < len`, inside the allocation of `len` values;
-            // `write` does not drop the uninitialized value it replaces.
+            // SAFETY: `i < len`, inside the allocation of `len` values (or
+            // a zero-sized value at a dangling, aligned pointer); `write`
+            // does not drop the uninitialized value it replaces.
             unsafe { ptr.as_ptr().add(i).write(T::default()) };
         }
         Slots { ptr, len }
@@ -62,7 +63,9 @@ impl<T: Default> Slots<T> {
 impl<T> Slots<T> {
     /// The allocation's layout, or None when it holds no bytes.
     fn layout(len: usize) -> Option<Layout> {
-        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .expect("a slot array's size fits in memory");
         if bytes == 0 {
             return None;
         }

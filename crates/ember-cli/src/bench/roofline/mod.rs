@@ -16,7 +16,7 @@
 //!   ceiling of word count and the inverted index;
 //! - [`counting::limit`]: every word counted in a table of its thread's
 //!   own with nothing around it (no join, order or output), word count's
-//!   per-word work at its fastest;
+//!   per-word work as a plain loop does it;
 //! - [`arithmetic`]: the multiply-add rate of a plain vectorised loop on
 //!   one core (register-resident, no memory access), times the threads,
 //!   the ceiling of k-means, PCA and matrix multiply.
