@@ -41,6 +41,7 @@ use ember::{
 };
 use hashbrown::hash_table::{Entry, HashTable};
 
+use crate::decimal::push_decimal;
 use crate::text::{write_text, TextSpec};
 use crate::wordcount::{for_each_batch, for_each_word, is_separator};
 
@@ -637,33 +638,24 @@ impl<W: Write> IndexWriter<W> {
 
     /// Writes the line of `word` and its `ids`.
     pub fn write(&mut self, word: &Bytes, ids: &[DocId]) -> io::Result<()> {
-        let line = &mut self.line;
-        line.clear();
-        line.extend_from_slice(word.as_bytes());
-        let mut sep = b'\t';
-        for &id in ids {
-            line.push(sep);
-            push_decimal(line, id);
-            sep = b',';
-        }
-        line.push(b'\n');
-        self.out.write_all(line)
+        self.line.clear();
+        push_line(word, ids, &mut self.line);
+        self.out.write_all(&self.line)
     }
 }
 
-/// Appends `n` in decimal.
-fn push_decimal(out: &mut Vec<u8>, mut n: u32) {
-    let mut digits = [0u8; 10];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+/// Appends the line of `word` and its `ids`, `word<TAB>id,id,...` and a
+/// newline: a line of [`write_index`].
+pub fn push_line(word: &Bytes, ids: &[DocId], line: &mut Vec<u8>) {
+    line.reserve(word.as_bytes().len() + ids.len() * 11 + 1);
+    line.extend_from_slice(word.as_bytes());
+    let mut sep = b'\t';
+    for &id in ids {
+        line.push(sep);
+        push_decimal(line, id.into());
+        sep = b',';
     }
-    out.extend_from_slice(&digits[i..]);
+    line.push(b'\n');
 }
 
 /// Every file named by `paths` (folders walked, recursively), sorted by
@@ -800,6 +792,22 @@ impl Write for DocWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_are_the_word_then_every_id_in_decimal() {
+        let mut ids: Vec<DocId> = vec![0, 1, 9, 10, 99, 100, 65_535, DocId::MAX];
+        ids.extend(
+            (0..10)
+                .map(|k| 10u32.pow(k) - 1)
+                .chain((0..10).map(|k| 10u32.pow(k))),
+        );
+        ids.extend((0..2000u32).map(|i| i.wrapping_mul(2_654_435_761)));
+        let mut line = b"before".to_vec();
+        push_line(&Bytes::from("word"), &ids, &mut line);
+        let digits: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+        let want = format!("beforeword\t{}\n", digits.join(","));
+        assert_eq!(String::from_utf8(line).unwrap(), want);
+    }
 
     #[test]
     fn postings_drop_adjacent_repeats_only() {

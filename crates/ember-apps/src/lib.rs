@@ -6,6 +6,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod blocks;
+mod decimal;
 pub mod histogram;
 pub mod inverted_index;
 mod isa;

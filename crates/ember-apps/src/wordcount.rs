@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use ember::spill::Codec;
 use ember::{Bytes, Emit, Job, MapResult, Records, Split, Sum};
 
+use crate::decimal::push_decimal;
 use crate::tokens::{self, Kernel};
 
 /// True for the bytes that separate words.
@@ -161,6 +162,7 @@ impl Job for WordCount {
         true
     }
 
+    #[inline]
     fn order(&self, a: &(Bytes, u64), b: &(Bytes, u64)) -> Ordering {
         if self.by_count {
             b.1.cmp(&a.1)
@@ -168,6 +170,15 @@ impl Job for WordCount {
             a.0.cmp(&b.0)
         }
     }
+}
+
+/// Appends the output line of `word` and its `count`, `word<TAB>count`
+/// and a newline.
+pub fn push_line(word: &[u8], count: u64, line: &mut Vec<u8>) {
+    line.extend_from_slice(word);
+    line.push(b'\t');
+    push_decimal(line, count);
+    line.push(b'\n');
 }
 
 /// The plain sequential word count, the correctness oracle: every

@@ -17,6 +17,7 @@ use ember_apps::text::TextSpec;
 use crate::common::{cache_dir, write_output, RunArgs};
 use crate::gen::TextArgs;
 use crate::isolated::{self, IsolateArgs, Isolated};
+use crate::lines;
 use crate::output;
 use crate::progress::bar as progress;
 
@@ -189,33 +190,52 @@ fn write_isolated<V>(
 }
 
 /// Builds the index and writes it to `--output`, if given, word by word
-/// as the run hands it over: a run that spills never holds the index in
-/// memory. The file appears only once whole (see [`output`]).
+/// as the run hands it over, formatted on every worker ([`lines`]): a run
+/// that spills never holds the index in memory. The file appears only once
+/// whole (see [`output`]).
 fn write_streamed(a: &Args, rt: &Runtime, input: &Input<'_>, docs: Docs) -> Result<Streamed> {
-    let mut sink = a.output.as_deref().map(output::create).transpose()?;
-    let mut lines = sink.as_mut().map(IndexWriter::new);
-    let built = a
-        .run
-        .with_progress(|o| {
-            // The index is all the run keeps of the input: a mapped file's
-            // pages go as they are indexed.
-            let o = &o.clone().release_mapped(true);
-            build_each(rt, input, docs, o, |word, ids| match &mut lines {
-                Some(w) => w.write(&word, &ids).map_err(ember::Error::Output),
-                None => Ok(()),
-            })
-        })
-        .map_err(|e| match (e, &a.output) {
-            (ember::Error::Output(e), Some(path)) => {
-                anyhow::Error::new(e).context(format!("cannot write '{}'", path.display()))
-            }
-            (e, _) => e.into(),
+    let Some(path) = a.output.as_deref() else {
+        return Ok(build_streamed(a, rt, input, docs, |_, _| Ok(()))?);
+    };
+    let mut sink = output::create(path)?;
+    // The index's text is about as long as its input.
+    let how = (rt.threads(), input.len());
+    let format = |(word, ids): (Bytes, Vec<DocId>), text: &mut Vec<u8>| {
+        inverted_index::push_line(&word, &ids, text)
+    };
+    let built = lines::scoped(&mut sink, how, format, |lines| {
+        let built = build_streamed(a, rt, input, docs, |word, ids| {
+            let bytes = word.as_bytes().len() + 8 * ids.len();
+            lines.push((word, ids), bytes).map_err(ember::Error::Output)
         })?;
-    drop(lines);
-    if let Some(sink) = sink {
-        sink.finish()?;
-    }
+        lines.finish().map_err(ember::Error::Output)?;
+        Ok(built)
+    })
+    .map_err(|e| match e {
+        ember::Error::Output(e) => {
+            anyhow::Error::new(e).context(format!("cannot write '{}'", path.display()))
+        }
+        e => e.into(),
+    })?;
+    sink.finish()?;
     Ok(built)
+}
+
+/// Builds the index in this process's threads, handing each word and its
+/// document ids to `each` in word order.
+fn build_streamed(
+    a: &Args,
+    rt: &Runtime,
+    input: &Input<'_>,
+    docs: Docs,
+    each: impl FnMut(Bytes, Vec<DocId>) -> ember::Result<()>,
+) -> ember::Result<Streamed> {
+    a.run.with_progress(|o| {
+        // The index is all the run keeps of the input: a mapped file's
+        // pages go as they are indexed.
+        let o = &o.clone().release_mapped(true);
+        build_each(rt, input, docs, o, each)
+    })
 }
 
 /// Runs `ember gen docs`.

@@ -16,6 +16,7 @@ mod inverted_index;
 mod isolated;
 mod kmeans;
 mod linear_regression;
+mod lines;
 mod matrix_multiply;
 mod numeric;
 mod output;

@@ -7,10 +7,11 @@ use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember::{Bytes, Input, Output, Runtime, Stats};
 use ember_apps::text::TextSpec;
-use ember_apps::wordcount::WordCount;
+use ember_apps::wordcount::{self, WordCount};
 
 use crate::common::{parse_size, summary_out, write_output, RunArgs, Workers};
 use crate::isolated::{self, IsolateArgs};
+use crate::lines;
 use crate::progress::progress_while;
 
 /// `ember wordcount`.
@@ -59,7 +60,10 @@ fn count(
             // Everything, sorted by word; the top k are selected from it.
             let Output { pairs, stats } =
                 progress_while(opts, "job", |o| rt.run_with(&WordCount::new(), input, o))?;
-            (write_all_and_top(pairs, Some(path), top)?, stats)
+            (
+                write_all_and_top(pairs, (Some(path), rt.threads()), top)?,
+                stats,
+            )
         }
         None => {
             let opts = opts.top(top);
@@ -73,17 +77,24 @@ fn count(
 }
 
 /// Writes every `word<TAB>count` of `pairs` (sorted by word) to `output`,
-/// if given, and returns the `top` most frequent, most frequent first.
+/// if given, formatted on `threads` threads ([`lines`]), and returns the
+/// `top` most frequent, most frequent first.
 fn write_all_and_top(
     pairs: Vec<(Bytes, u64)>,
-    output: Option<&PathBuf>,
+    (output, threads): (Option<&PathBuf>, usize),
     top: usize,
 ) -> Result<Vec<(Bytes, u64)>> {
     write_output(output.map(PathBuf::as_path), |w| {
-        for (word, n) in &pairs {
-            w.write_all(word.as_bytes())?;
-            writeln!(w, "\t{n}")?;
-        }
+        let how = (threads, pairs.len() * 16);
+        let format = |(word, n): &(Bytes, u64), text: &mut Vec<u8>| {
+            wordcount::push_line(word.as_bytes(), *n, text)
+        };
+        lines::scoped(w, how, format, |lines| {
+            for pair in &pairs {
+                lines.push(pair, pair.0.as_bytes().len() + 8)?;
+            }
+            lines.finish()
+        })?;
         Ok(())
     })?;
     let mut best = pairs;
@@ -132,7 +143,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
         let mut stats = iso.stats;
         // Every word emits a count of one.
         stats.pairs_emitted = iso.pairs.iter().map(|(_, n)| n).sum();
-        let best = write_all_and_top(iso.pairs, a.output.as_ref(), a.top)?;
+        let threads = a
+            .run
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let best = write_all_and_top(iso.pairs, (a.output.as_ref(), threads), a.top)?;
         return summarize(&best, &stats, &iso.run, a.output.as_ref());
     }
     let input = a.run.open(&a.files)?;

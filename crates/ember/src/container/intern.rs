@@ -108,6 +108,8 @@ impl<K: Key, V, C> Emit<K, V> for InternContainer<K, V, C> {
             keys,
             &mut self.parts,
             |parts, hash| parts[partition_of(hash, n)].keys.prefetch(hash),
+            // Inlined into the batch's loop, as the hash container's.
+            #[inline(always)]
             |parts, probe, hash| parts[partition_of(hash, n)].push(probe, hash, value.clone()),
         );
     }
