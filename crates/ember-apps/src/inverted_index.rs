@@ -647,7 +647,8 @@ impl<W: Write> IndexWriter<W> {
 /// Appends the line of `word` and its `ids`, `word<TAB>id,id,...` and a
 /// newline: a line of [`write_index`].
 pub fn push_line(word: &Bytes, ids: &[DocId], line: &mut Vec<u8>) {
-    line.reserve(word.as_bytes().len() + ids.len() * 11 + 1);
+    // An id's digits and comma, and the 16 bytes `push_decimal` stores.
+    line.reserve(word.as_bytes().len() + ids.len() * 11 + 17);
     line.extend_from_slice(word.as_bytes());
     let mut sep = b'\t';
     for &id in ids {

@@ -1,28 +1,35 @@
 //! Output lines formatted on every core and written in order.
 //!
 //! A run hands its output over in order, and formatting it into text on
-//! the one thread that writes leaves the other cores idle: the inverted
-//! index of the 256 MiB corpus is 239 MB of text, and formatting it took
-//! most of that run's merge phase. Here the items are cut into batches of
+//! the one thread that writes leaves the other cores idle while it does:
+//! for an inverted index, whose text is about as long as its input, that
+//! was most of the merge phase. Here the items are cut into batches of
 //! about [`BATCH_BYTES`] of text; each batch is formatted into a buffer by
 //! one of the formatting threads, and the caller's thread writes the
 //! buffers in batch order, so the output is byte for byte what formatting
 //! every item in order on one thread writes.
 //!
 //! An output of one batch is formatted on the caller's thread and starts
-//! no thread, so a small input's run stays quick. At most a few batches
-//! per thread are in flight, so memory stays bounded whatever the
-//! output's size.
+//! no thread, so a small input's run stays quick. At most two batches per
+//! thread are in flight (queued, being formatted, or formatted and not yet
+//! written), so memory stays bounded whatever the output's size; text
+//! buffers are reused. A panic in `format` is raised again on the caller's
+//! thread.
 
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
+use std::panic::{self, AssertUnwindSafe};
 
-use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
+use crossbeam_channel::{unbounded, Receiver, Sender};
 
 /// Bytes of text a batch aims at: large enough that handing a batch over
 /// costs little beside formatting it, small enough that the batches in
 /// flight take little memory.
 const BATCH_BYTES: usize = 1 << 20;
+
+/// Batches in flight per formatting thread, at most.
+const IN_FLIGHT_PER_THREAD: u64 = 2;
 
 /// Items handed over in output order (see the module docs).
 pub(crate) struct Lines<'a, T, F> {
@@ -31,19 +38,25 @@ pub(crate) struct Lines<'a, T, F> {
     batch: Vec<T>,
     /// Estimated bytes of text of `batch`.
     bytes: usize,
-    /// Batches handed to the formatting threads, and batches written.
+    /// Batches handed to the formatting threads.
     sent: u64,
+    /// Batches written to `out`.
     written: u64,
     /// Formatted batches waiting for an earlier one, by number.
     waiting: BTreeMap<u64, Vec<u8>>,
     /// Emptied batches, for reuse.
     spare: Vec<Vec<T>>,
+    /// The text buffer of the batches formatted on this thread.
+    text: Vec<u8>,
+    /// Set by a failed write: nothing more is written.
+    failed: bool,
     /// None when the text is formatted on the caller's thread.
     formatters: Option<Formatters<T>>,
 }
 
-/// A batch formatted: its number, its text, and the emptied batch.
-type Done<T> = (u64, Vec<u8>, Vec<T>);
+/// A batch formatted (its number, its text, the emptied batch), or the
+/// panic that stopped its thread.
+type Done<T> = Result<(u64, Vec<u8>, Vec<T>), Box<dyn Any + Send>>;
 
 /// The formatting threads' channels: batches to format, numbered, their
 /// text back, and text buffers written, for reuse (buffers new to the
@@ -52,6 +65,8 @@ struct Formatters<T> {
     jobs: Sender<(u64, Vec<T>)>,
     done: Receiver<Done<T>>,
     written: Sender<Vec<u8>>,
+    /// Most batches in flight.
+    in_flight: u64,
 }
 
 /// Calls `produce` with a [`Lines`] that formats each item it is given
@@ -72,10 +87,11 @@ where
 {
     std::thread::scope(|scope| {
         let formatters = (expected > BATCH_BYTES).then(|| {
-            let (jobs, todo) = bounded::<(u64, Vec<T>)>(threads.max(1));
+            let threads = threads.max(1);
+            let (jobs, todo) = unbounded::<(u64, Vec<T>)>();
             let (finished, done) = unbounded();
             let (written, reuse) = unbounded::<Vec<u8>>();
-            for _ in 0..threads.max(1) {
+            for _ in 0..threads {
                 let (todo, finished, reuse) = (todo.clone(), finished.clone(), reuse.clone());
                 let format = &format;
                 scope.spawn(move || {
@@ -83,8 +99,11 @@ where
                         let mut text = reuse
                             .try_recv()
                             .unwrap_or_else(|_| Vec::with_capacity(BATCH_BYTES + BATCH_BYTES / 4));
-                        batch.drain(..).for_each(|item| format(item, &mut text));
-                        if finished.send((n, text, batch)).is_err() {
+                        let formatted = panic::catch_unwind(AssertUnwindSafe(|| {
+                            batch.drain(..).for_each(|item| format(item, &mut text))
+                        }));
+                        let stop = formatted.is_err();
+                        if finished.send(formatted.map(|()| (n, text, batch))).is_err() || stop {
                             break;
                         }
                     }
@@ -94,6 +113,7 @@ where
                 jobs,
                 done,
                 written,
+                in_flight: IN_FLIGHT_PER_THREAD * threads as u64,
             }
         });
         let mut lines = Lines {
@@ -105,6 +125,8 @@ where
             written: 0,
             waiting: BTreeMap::new(),
             spare: Vec::new(),
+            text: Vec::new(),
+            failed: false,
             formatters,
         };
         produce(&mut lines)
@@ -120,6 +142,7 @@ where
     /// Hands over the next item, whose text takes about `bytes` bytes.
     /// Fails when writing an earlier batch failed.
     pub(crate) fn push(&mut self, item: T, bytes: usize) -> io::Result<()> {
+        self.check()?;
         self.batch.push(item);
         self.bytes += bytes;
         if self.bytes >= BATCH_BYTES {
@@ -133,108 +156,179 @@ where
 
     /// Formats and writes what is left, after the last item.
     pub(crate) fn finish(&mut self) -> io::Result<()> {
+        self.check()?;
         let batch = std::mem::take(&mut self.batch);
         if !batch.is_empty() {
             self.send(batch)?;
         }
-        if let Some(mut f) = self.formatters.take() {
+        if let Some(f) = self.formatters.take() {
+            let Formatters {
+                jobs,
+                done,
+                written,
+                ..
+            } = f;
             // Closing the queue stops the threads once it is empty.
-            f.jobs = bounded(0).0;
+            drop(jobs);
             while self.written < self.sent {
-                let done = f.done.recv().expect("a formatting thread failed");
-                self.arrived(&f, done)?;
+                self.arrived(&written, next(&done))?;
             }
         }
         Ok(())
     }
 
-    /// Queues `batch` for the formatting threads, writing finished
-    /// batches meanwhile; when the queue is full, waits for a thread to
-    /// finish one. Without threads, formats and writes it here.
+    /// Fails once a write has failed.
+    fn check(&self) -> io::Result<()> {
+        match self.failed {
+            true => Err(io::Error::other(
+                "the output stopped at an earlier write error",
+            )),
+            false => Ok(()),
+        }
+    }
+
+    /// Queues `batch` for the formatting threads (see [`Lines::queue`]).
+    /// Without threads, formats and writes it here.
     fn send(&mut self, batch: Vec<T>) -> io::Result<()> {
         let Some(f) = self.formatters.take() else {
-            let mut text = Vec::with_capacity(self.bytes);
+            let mut text = std::mem::take(&mut self.text);
+            text.clear();
             batch
                 .into_iter()
                 .for_each(|item| (self.format)(item, &mut text));
-            return self.out.write_all(&text);
+            let wrote = self.write(&text);
+            self.text = text;
+            return wrote;
         };
         let sent = self.queue(&f, batch);
         self.formatters = Some(f);
         sent
     }
 
+    /// Queues `batch` for the formatting threads, writing the batches
+    /// they have finished; with as many batches in flight as allowed,
+    /// first waits for the next one to be written.
     fn queue(&mut self, f: &Formatters<T>, batch: Vec<T>) -> io::Result<()> {
-        let mut job = (self.sent, batch);
-        loop {
-            while let Ok(done) = f.done.try_recv() {
-                self.arrived(f, done)?;
-            }
-            match f.jobs.try_send(job) {
-                Ok(()) => break,
-                Err(TrySendError::Full(back)) => {
-                    job = back;
-                    let done = f.done.recv().expect("a formatting thread failed");
-                    self.arrived(f, done)?;
-                }
-                Err(TrySendError::Disconnected(_)) => panic!("a formatting thread failed"),
-            }
+        while self.sent - self.written >= f.in_flight {
+            self.arrived(&f.written, next(&f.done))?;
         }
+        while let Ok(done) = f.done.try_recv() {
+            self.arrived(&f.written, done)?;
+        }
+        f.jobs
+            .send((self.sent, batch))
+            .expect("the formatting threads outlive the queue");
         self.sent += 1;
         Ok(())
     }
 
-    /// Keeps a formatted batch, and writes every batch that is next.
-    fn arrived(&mut self, f: &Formatters<T>, (n, text, batch): Done<T>) -> io::Result<()> {
+    /// Keeps a formatted batch, and writes every batch that is next
+    /// (handing their buffers back to the threads through `reuse`).
+    /// Raises a formatting thread's panic here.
+    fn arrived(&mut self, reuse: &Sender<Vec<u8>>, done: Done<T>) -> io::Result<()> {
+        let (n, text, batch) = done.unwrap_or_else(|p| panic::resume_unwind(p));
         self.waiting.insert(n, text);
         self.spare.push(batch);
         while let Some(mut text) = self.waiting.remove(&self.written) {
-            self.out.write_all(&text)?;
+            self.write(&text)?;
             self.written += 1;
             text.clear();
-            // The threads stop only after this one's last batch.
-            let _ = f.written.send(text);
+            // The threads may have stopped already (after the last batch).
+            let _ = reuse.send(text);
         }
         Ok(())
     }
+
+    /// Writes `text`; after a failure, nothing more.
+    fn write(&mut self, text: &[u8]) -> io::Result<()> {
+        self.check()?;
+        let wrote = self.out.write_all(text);
+        self.failed = wrote.is_err();
+        wrote
+    }
+}
+
+/// The next batch a formatting thread finished. Every batch in flight
+/// comes back (formatted or as its thread's panic), so this never waits
+/// for one that cannot.
+fn next<T>(done: &Receiver<Done<T>>) -> Done<T> {
+    done.recv().expect("a batch in flight comes back")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Writes `0..n`, one number a line, through [`Lines`].
-    fn numbers(n: u64, (threads, expected): (usize, usize), bytes: usize) -> Vec<u8> {
+    /// Writes `0..n`, one number a line, through [`Lines`], each number
+    /// estimated at `bytes` bytes of text, formatted by `format`.
+    fn numbers_with(
+        n: u64,
+        (threads, expected): (usize, usize),
+        bytes: usize,
+        format: impl Fn(u64, &mut Vec<u8>) + Sync,
+    ) -> Vec<u8> {
         let mut out = Vec::new();
-        scoped(
-            &mut out,
-            (threads, expected),
-            |i: u64, text: &mut Vec<u8>| writeln!(text, "{i}").unwrap(),
-            |lines| {
-                (0..n).try_for_each(|i| lines.push(i, bytes))?;
-                lines.finish()
-            },
-        )
+        scoped(&mut out, (threads, expected), format, |lines| {
+            (0..n).try_for_each(|i| lines.push(i, bytes))?;
+            lines.finish()
+        })
         .unwrap();
         out
     }
 
+    fn line(i: u64, text: &mut Vec<u8>) {
+        writeln!(text, "{i}").unwrap()
+    }
+
+    fn want(n: u64) -> Vec<u8> {
+        (0..n).flat_map(|i| format!("{i}\n").into_bytes()).collect()
+    }
+
     #[test]
     fn writes_every_item_in_order_on_any_number_of_threads() {
-        let want: Vec<u8> = (0..200_000u64)
-            .flat_map(|i| format!("{i}\n").into_bytes())
-            .collect();
         for threads in [1, 2, 3, 8] {
             // Small estimates: one batch; large: a batch every few items.
             for bytes in [1, 7, 1 << 16] {
                 // Expected to be small (formatted here) or large (threads).
                 for expected in [0, 1 << 30] {
-                    let got = numbers(200_000, (threads, expected), bytes);
-                    assert_eq!(got, want, "{threads} {bytes} {expected}");
+                    let got = numbers_with(200_000, (threads, expected), bytes, line);
+                    assert_eq!(got, want(200_000), "{threads} {bytes} {expected}");
                 }
             }
         }
-        assert!(numbers(0, (4, 1 << 30), 1 << 20).is_empty());
+        assert!(numbers_with(0, (4, 1 << 30), 1 << 20, line).is_empty());
+    }
+
+    #[test]
+    fn batches_that_finish_out_of_order_are_written_in_order() {
+        // The first batch (items 0-15, a batch every 16 items) finishes
+        // well after later ones.
+        let slow_first = |i: u64, text: &mut Vec<u8>| {
+            if i == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            line(i, text)
+        };
+        let got = numbers_with(1000, (4, 1 << 30), BATCH_BYTES / 16, slow_first);
+        assert_eq!(got, want(1000));
+    }
+
+    #[test]
+    fn a_panic_in_format_is_raised_on_the_callers_thread() {
+        let boom = |i: u64, text: &mut Vec<u8>| {
+            if i == 500 {
+                panic!("cannot format {i}");
+            }
+            line(i, text)
+        };
+        for expected in [0, 1 << 30] {
+            let raised = panic::catch_unwind(AssertUnwindSafe(|| {
+                numbers_with(1000, (2, expected), BATCH_BYTES / 16, boom)
+            }));
+            let payload = raised.unwrap_err();
+            let message = payload.downcast_ref::<String>().unwrap();
+            assert!(message.contains("cannot format 500"), "{message}");
+        }
     }
 
     /// A writer that fails after `left` bytes.
@@ -258,27 +352,24 @@ mod tests {
     #[test]
     fn a_write_error_stops_the_producer_and_every_thread() {
         for (threads, expected) in [(1, 0), (1, 1 << 30), (2, 1 << 30), (4, 1 << 30)] {
+            // Batches of 1 MiB of text (16 bytes an item): the fourth
+            // batch's write fails.
             let mut out = Failing { left: 3 << 20 };
             let mut pushed = 0u64;
-            let err = scoped(
-                &mut out,
-                (threads, expected),
-                |i: u64, text: &mut Vec<u8>| writeln!(text, "{i:>15}").unwrap(),
-                |lines| {
-                    for i in 0.. {
-                        lines.push(i, 16)?;
-                        pushed += 1;
-                    }
-                    lines.finish()
-                },
-            )
+            let format = |i: u64, text: &mut Vec<u8>| writeln!(text, "{i:>15}").unwrap();
+            let err = scoped(&mut out, (threads, expected), format, |lines| {
+                for i in 0.. {
+                    lines.push(i, 16)?;
+                    pushed += 1;
+                }
+                lines.finish()
+            })
             .unwrap_err();
             assert_eq!(err.to_string(), "disk full");
-            // The error surfaced within a few batches of the failed write.
-            assert!(
-                pushed < (3 + 4 * threads as u64) << 16,
-                "{threads}: {pushed}"
-            );
+            // Batches 0-2 were written; at most the cap's batches were in
+            // flight beyond them when batch 3's write failed.
+            let cap = IN_FLIGHT_PER_THREAD * threads as u64;
+            assert!(pushed < (4 + cap) << 16, "{threads}: {pushed}");
         }
     }
 }

@@ -85,13 +85,15 @@ fn write_all_and_top(
     top: usize,
 ) -> Result<Vec<(Bytes, u64)>> {
     write_output(output.map(PathBuf::as_path), |w| {
-        let how = (threads, pairs.len() * 16);
+        // A line's text: the word, a tab, a count of a few digits.
+        let bytes = |(word, _): &(Bytes, u64)| word.as_bytes().len() + 8;
+        let how = (threads, pairs.iter().map(bytes).sum());
         let format = |(word, n): &(Bytes, u64), text: &mut Vec<u8>| {
             wordcount::push_line(word.as_bytes(), *n, text)
         };
         lines::scoped(w, how, format, |lines| {
             for pair in &pairs {
-                lines.push(pair, pair.0.as_bytes().len() + 8)?;
+                lines.push(pair, bytes(pair))?;
             }
             lines.finish()
         })?;
