@@ -21,6 +21,7 @@ pub fn add_stats(total: &mut Stats, s: &Stats) {
         total.plan = s.plan.clone();
     }
     total.sample_secs += s.sample_secs;
+    total.sample_kept_bytes += s.sample_kept_bytes;
     add_by_worker(&mut total.map_busy_secs, &s.map_busy_secs);
     add_by_worker(&mut total.reduce_busy_secs, &s.reduce_busy_secs);
     total.threads = s.threads;

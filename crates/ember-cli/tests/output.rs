@@ -300,3 +300,60 @@ fn a_small_run_without_the_signal_thread_still_says_interrupted() {
     assert_eq!(out.status.code(), Some(130));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "ember: interrupted\n");
 }
+
+/// What `ember inverted-index --lines -o` writes for `input`, from the
+/// sequential oracle: `word\tid,id,...` per word, in word order.
+fn indexed(input: &Path) -> Vec<u8> {
+    use ember_apps::inverted_index::{sequential, Docs};
+    let data = std::fs::read(input).unwrap();
+    let mut tsv = Vec::new();
+    for (word, ids) in sequential(&[&data], Docs::Lines).unwrap() {
+        let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
+        tsv.extend_from_slice(word.as_bytes());
+        tsv.extend_from_slice(format!("\t{}\n", ids.join(",")).as_bytes());
+    }
+    tsv
+}
+
+/// Outputs of many megabytes are formatted in batches on every thread and
+/// written in order: word count and the inverted index of lines write the
+/// sequential oracle's bytes on 1, 2 and 3 threads and several split sizes.
+#[test]
+fn outputs_of_many_batches_are_the_oracles_on_every_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let amount = ["--size", "6MiB"];
+    let text = generated(dir.path(), "text", amount, 3);
+    // Many words, each seen about as often: an output of about 3 MiB.
+    let wide = dir.path().join("wide.in");
+    let status = ember()
+        .args(["gen", "text", amount[0], amount[1]])
+        .args(["--vocab", "400000", "--zipf", "0.5", "-o"])
+        .arg(&wide)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let jobs: [(&str, &Path, Vec<u8>); 2] = [
+        ("wordcount", &wide, counted(&wide)),
+        ("inverted-index", &text, indexed(&text)),
+    ];
+    // Both outputs span several of the formatter's 1 MiB batches.
+    assert!(jobs.iter().all(|(_, _, want)| want.len() > 2 << 20));
+    let out = dir.path().join("out.tsv");
+    for (job, input, want) in &jobs {
+        for threads in ["1", "2", "3"] {
+            for split in ["64KiB", "1MiB"] {
+                let mut c = ember();
+                c.arg(job)
+                    .arg(input)
+                    .args(["-t", threads, "--split-size", split]);
+                if *job == "inverted-index" {
+                    c.arg("--lines");
+                }
+                let o = c.arg("-o").arg(&out).output().unwrap();
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                let got = std::fs::read(&out).unwrap();
+                assert!(&got == want, "{job}, {threads} threads, split {split}");
+            }
+        }
+    }
+}

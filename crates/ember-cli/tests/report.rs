@@ -45,7 +45,10 @@ fn json(p: &Path) -> Value {
 #[test]
 fn a_trace_holds_every_split_once_and_one_task_at_a_time_per_worker() {
     let dir = tempfile::tempdir().unwrap();
-    for extra in [&[][..], &["--ingest", "chunked", "--chunk-size", "512KiB"]] {
+    // Append (the sample redone), streamed (no sample), hash (the sample
+    // kept).
+    let chunked = ["--ingest", "chunked", "--chunk-size", "512KiB"];
+    for extra in [&[][..], &chunked, &["--container", "hash"]] {
         let (trace, stats) = traced_run(dir.path(), extra);
         let (trace, stats) = (json(&trace), json(&stats));
         let events = trace["traceEvents"].as_array().unwrap();
@@ -57,10 +60,15 @@ fn a_trace_holds_every_split_once_and_one_task_at_a_time_per_worker() {
             let of = tasks.iter().filter(|e| e["name"] == name);
             of.map(|e| e["args"]["bytes"].as_u64().unwrap()).sum()
         };
-        // A kept sample (hash) is part of the map work; another container
-        // maps the sampled splits again.
-        let kept = stats["plan"]["container"] == "hash";
-        let mapped = bytes("map") + if kept { bytes("sample") } else { 0 };
+        // A kept sample (hash, on a mapped input) is part of the map work,
+        // and the stats say how much; append maps the sampled splits
+        // again, and a streamed input is not sampled.
+        let kept = extra.contains(&"hash");
+        let kept_bytes = stats["sample_kept_bytes"].as_u64().unwrap();
+        let sampled = if kept { bytes("sample") } else { 0 };
+        assert_eq!(kept_bytes, sampled, "{extra:?}");
+        assert!(!kept || kept_bytes > 0, "{extra:?}");
+        let mapped = bytes("map") + kept_bytes;
         assert_eq!(mapped, stats["input_bytes"].as_u64().unwrap(), "{extra:?}");
         let mut by_tid: std::collections::BTreeMap<u64, Vec<(f64, f64)>> = Default::default();
         for e in &tasks {

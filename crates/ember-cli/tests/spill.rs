@@ -146,6 +146,23 @@ fn a_full_disk_is_one_line_and_leaves_nothing() {
     assert_eq!(names(dir.path()), vec!["text.txt"]);
 }
 
+/// An output of many batches, formatted on every thread, to a disk that
+/// fills up part way (no memory limit, nothing spilled): one line naming
+/// the output, no output file, the input alone left.
+#[test]
+fn an_output_past_a_full_disk_is_one_line_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = tempfile::tempdir().unwrap();
+    let text = corpus(dir.path(), "8MiB");
+    let out = dir.path().join("out.tsv");
+    let (t, o) = (text.to_str().unwrap(), out.to_str().unwrap());
+    for job in [&["wordcount", t][..], &["inverted-index", t, "--lines"]] {
+        let args = [job, &["-o", o, "-t", "2"]].concat();
+        assert_full_disk_fails(&args, 512, spill.path(), &out, "ember: cannot write '");
+        assert_eq!(names(dir.path()), vec!["text.txt"]);
+    }
+}
+
 /// The external sort's output, written at offsets by the workers, on a
 /// disk that fills up (a file-size limit the runs stay under and the
 /// output passes): one line naming the output, nothing left.

@@ -538,7 +538,8 @@ impl Runtime {
         let keep = plan.container == ContainerKind::Hash && sample.kept.is_some();
         let (splits, kept) = match keep {
             true => {
-                opts.watch().mapped(sample.bytes(&splits));
+                stats.sample_kept_bytes = sample.bytes(&splits) as u64;
+                opts.watch().mapped(stats.sample_kept_bytes as usize);
                 (sample.rest(&splits), sample.kept.unwrap_or_default())
             }
             false => (splits, Vec::new()),
@@ -613,6 +614,7 @@ impl Runtime {
         let (rest, bytes) = (sample.rest(splits), sample.bytes(splits));
         let (splits, seeds) = match sample.kept {
             Some(kept) => {
+                stats.sample_kept_bytes = bytes as u64;
                 opts.watch().mapped(bytes);
                 (rest, kept)
             }

@@ -57,6 +57,10 @@ pub struct Stats {
     /// Seconds spent sampling the input (the sample's map work, when kept,
     /// counts here rather than in `map_secs`).
     pub sample_secs: f64,
+    /// Input bytes the sample mapped whose pairs the run kept (those splits
+    /// are not mapped again); 0 when the sample only counted keys or there
+    /// was none.
+    pub sample_kept_bytes: u64,
     /// Seconds spent cutting the input into splits.
     pub split_secs: f64,
     /// Seconds in the map phase.
@@ -219,7 +223,12 @@ impl fmt::Display for Stats {
             if name == "reduce" && self.reduce_skipped() {
                 writeln!(f, "reduce    {:>10} (map-only job: skipped)", "-")?;
             } else {
-                writeln!(f, "{name:<9} {s:>10.3} s  {:>5.1}%", pct(s))?;
+                write!(f, "{name:<9} {s:>10.3} s  {:>5.1}%", pct(s))?;
+                if name == "sample" && self.sample_kept_bytes > 0 {
+                    let share = self.sample_kept_bytes as f64 / self.input_bytes.max(1) as f64;
+                    write!(f, "  (mapped {:.1}% of the input, kept)", 100.0 * share)?;
+                }
+                writeln!(f)?;
             }
         }
         writeln!(f, "total     {:>10.3} s", self.total_secs)?;

@@ -359,6 +359,13 @@ fn sampled_pairs_are_neither_lost_nor_counted_twice() {
                     sampled != Sampled::No,
                     "{label}"
                 );
+                // Only a kept sample's bytes count as kept: about 5% of
+                // the input, never all of it.
+                let kept = out.stats.sample_kept_bytes as usize;
+                match sampled {
+                    Sampled::Kept => assert!(kept > 0 && kept < data.len() / 5, "{label}: {kept}"),
+                    Sampled::No | Sampled::Redone => assert_eq!(kept, 0, "{label}"),
+                }
                 match sampled {
                     Sampled::No | Sampled::Kept => assert_eq!(mapped, n as u64, "{label}"),
                     // About 5% of the splits sampled, then mapped again.

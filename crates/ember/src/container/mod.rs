@@ -167,13 +167,16 @@ where
         ContainerKind::Hash => {
             let kept = Mutex::new(kept);
             visitor.visit(|w| {
-                let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
                 let new = |parts, capacity| HashContainer::new(parts, capacity, combiner.clone());
-                let empty = || Counting::new(new(partitions, INITIAL_CAPACITY));
-                let mut c = match kept.get_mut(w) {
-                    Some(slot) => std::mem::replace(slot, Counting::new(new(1, 0))),
-                    None => empty(),
+                // Taken out under the lock, grown outside it: every worker
+                // rebuilds its own tables at once.
+                let taken = {
+                    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                    kept.get_mut(w)
+                        .map(|slot| std::mem::replace(slot, Counting::new(new(1, 0))))
                 };
+                let mut c =
+                    taken.unwrap_or_else(|| Counting::new(new(partitions, INITIAL_CAPACITY)));
                 let seen = c.distinct().max(INITIAL_CAPACITY);
                 c.inner
                     .reserve(keys.min(seen * RESERVE_CAP).min(MAX_RESERVED_KEYS));

@@ -287,7 +287,7 @@ impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
         let mut base = 0;
         while let Some(chunk) = self.next()? {
             let splits = plan_chunk(&chunk, self.records, split_size)?;
-            let previous = Mutex::new(std::mem::take(&mut workers));
+            let previous: Vec<_> = workers.drain(..).map(|w| Mutex::new(Some(w))).collect();
             let start = Instant::now();
             let split_at = |i: usize| {
                 let (seg, start, end) = splits[i];
@@ -298,13 +298,14 @@ impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
                     offset: seg.offset + (start - seg.start) as u64,
                 }
             };
-            // Each worker takes back the state it had after the last chunk.
+            // Each worker takes back the state it had after the last chunk
+            // (or makes one, outside any lock: workers build theirs at once).
             let state = |w: usize| {
-                let mut prev = previous.lock().unwrap_or_else(|p| p.into_inner());
-                match prev.get_mut(w) {
-                    Some(slot) => (std::mem::replace(&mut slot.0, new_worker(w)), slot.1),
-                    None => (new_worker(w), 0),
-                }
+                let prev = previous.get(w).and_then(|slot| {
+                    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+                    slot.take()
+                });
+                prev.unwrap_or_else(|| (new_worker(w), 0))
             };
             let n = (self.input, base, splits.len());
             let (out, nodes) = map_splits(
