@@ -329,13 +329,13 @@ impl Job for InvertedIndex<'_> {
     fn map<E: Emit<Bytes, DocId>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
         let Some(numbers) = &self.lines else {
             let doc = split.part as DocId;
-            for_each_batch(split.data, |words| emit.emit_batch(words, doc));
+            for_each_batch(split.data, |words| emit.emit_probes(words, doc));
             return Ok(());
         };
         // Ids fit: `LineNumbers::build` checked the line count.
         let mut doc = numbers.line_at(split.part, split.offset as usize) as DocId;
         for line in lines_of(split.data) {
-            for_each_batch(line, |words| emit.emit_batch(words, doc));
+            for_each_batch(line, |words| emit.emit_probes(words, doc));
             doc = doc.wrapping_add(1);
         }
         Ok(())

@@ -8,6 +8,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
+use ember::plumbing::{BytesProbe, INLINE_KEY_BYTES};
 use ember::spill::Codec;
 use ember::{Bytes, Emit, Job, MapResult, Records, Split, Sum};
 
@@ -56,10 +57,11 @@ pub fn for_each_word_range(data: &[u8], mut f: impl FnMut(usize, usize)) {
 /// may be shorter).
 pub const BATCH: usize = 32;
 
-/// Calls `f` with the words of `data`, lower-cased, in order, [`BATCH`] at
-/// a time: for [`Emit::emit_batch`], which hashes a batch and prefetches
-/// its slots before inserting any.
-pub fn for_each_batch(data: &[u8], f: impl FnMut(&[&[u8]])) {
+/// Calls `f` with the probes of the words of `data`, lower-cased, in
+/// order, [`BATCH`] at a time: for [`Emit::emit_probes`], which prefetches
+/// a batch's slots before inserting any. A word's probe is prepared from
+/// the text around it ([`BytesProbe::within`]).
+pub fn for_each_batch(data: &[u8], f: impl FnMut(&[BytesProbe<'_>])) {
     batches(Kernel::detect(), data, f);
 }
 
@@ -71,7 +73,7 @@ pub fn for_each_batch(data: &[u8], f: impl FnMut(&[&[u8]])) {
 /// the hand-over inlined into it, the callback was too large to inline into
 /// the tokenizer's loop, and every word paid a call and a stack frame.
 #[inline(always)]
-fn batches(kernel: Kernel, data: &[u8], mut f: impl FnMut(&[&[u8]])) {
+fn batches(kernel: Kernel, data: &[u8], mut f: impl FnMut(&[BytesProbe<'_>])) {
     let mut ranges = [(0, 0, false); BATCH];
     let mut n = 0;
     let mut lower = Vec::new();
@@ -88,30 +90,33 @@ fn batches(kernel: Kernel, data: &[u8], mut f: impl FnMut(&[&[u8]])) {
     }
 }
 
-/// Hands `f` the words `data[start..end]` of `ranges`, those with upper
-/// case lower-cased into `lower`. Never inlined: see [`batches`].
+/// Hands `f` the probes of the words `data[start..end]` of `ranges`, those
+/// with upper case lower-cased into `lower`. Never inlined: see
+/// [`batches`].
 #[inline(never)]
 fn flush(
     data: &[u8],
     ranges: &[(usize, usize, bool)],
     lower: &mut Vec<u8>,
-    f: &mut impl FnMut(&[&[u8]]),
+    f: &mut impl FnMut(&[BytesProbe<'_>]),
 ) {
     lower.clear();
     for &(s, e, _) in ranges.iter().filter(|r| r.2) {
         lower.extend(data[s..e].iter().map(|b| b | 0x20));
     }
+    // A block of slack: the last lowered word is then one load too.
+    lower.extend_from_slice(&[0; INLINE_KEY_BYTES]);
     let mut at = 0;
-    let mut words: [&[u8]; BATCH] = [&[]; BATCH];
-    for (word, &(s, e, upper)) in words.iter_mut().zip(ranges) {
-        *word = if upper {
+    let mut probes = [BytesProbe::default(); BATCH];
+    for (probe, &(s, e, upper)) in probes.iter_mut().zip(ranges) {
+        *probe = if upper {
             at += e - s;
-            &lower[at - (e - s)..at]
+            BytesProbe::within(lower, at - (e - s), at)
         } else {
-            &data[s..e]
+            BytesProbe::within(data, s, e)
         };
     }
-    f(&words[..ranges.len()]);
+    f(&probes[..ranges.len()]);
 }
 
 /// The word count job. Its output order is by key (word); use
@@ -144,7 +149,7 @@ impl Job for WordCount {
     }
 
     fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
-        for_each_batch(split.data, |words| emit.emit_batch(words, 1));
+        for_each_batch(split.data, |words| emit.emit_probes(words, 1));
         Ok(())
     }
 
@@ -200,6 +205,17 @@ pub fn sequential(inputs: &[&[u8]]) -> Vec<(Vec<u8>, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ember::Key;
+
+    /// A probe's word, checked to be probed as the word alone.
+    fn word_of(p: &BytesProbe<'_>) -> Vec<u8> {
+        let word = Bytes::probe_ref(p);
+        let alone = Bytes::probe(word);
+        assert_eq!(Bytes::probe_hash(p), Bytes::probe_hash(&alone));
+        let key = Bytes::from_probe(p);
+        assert!(key == Bytes::from(word) && key.matches(&alone));
+        word.to_vec()
+    }
 
     fn words(text: &[u8]) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
@@ -219,9 +235,9 @@ mod tests {
         text.extend_from_slice(b"MixedCase");
         for kernel in Kernel::available() {
             let mut got = Vec::new();
-            batches(kernel, &text, |ws| {
-                assert!(!ws.is_empty() && ws.len() <= BATCH);
-                got.extend(ws.iter().map(|w| w.to_vec()));
+            batches(kernel, &text, |ps| {
+                assert!(!ps.is_empty() && ps.len() <= BATCH);
+                got.extend(ps.iter().map(word_of));
             });
             assert_eq!(got, words(&text), "{kernel:?}");
         }
@@ -247,7 +263,7 @@ mod tests {
             tokens::tokens_plain(&data, |s, e, _| want.push(data[s..e].to_ascii_lowercase()));
             for kernel in Kernel::available() {
                 let mut got = Vec::new();
-                batches(kernel, &data, |ws| got.extend(ws.iter().map(|w| w.to_vec())));
+                batches(kernel, &data, |ps| got.extend(ps.iter().map(word_of)));
                 proptest::prop_assert_eq!(&got, &want);
             }
         }

@@ -240,6 +240,21 @@ pub trait Emit<K: Key, V> {
             self.emit(k, value.clone());
         }
     }
+
+    /// Emits `(key, value.clone())` for the key of every probe, in order:
+    /// [`Emit::emit_batch`] for keys whose probes `map` prepared itself.
+    /// Word count prepares its words' probes from the text around them
+    /// ([`BytesProbe::within`](crate::plumbing::BytesProbe::within)), which
+    /// is faster than from each word's slice alone.
+    #[inline(always)]
+    fn emit_probes(&mut self, probes: &[K::Probe<'_>], value: V)
+    where
+        V: Clone,
+    {
+        for p in probes {
+            self.emit(K::probe_ref(p), value.clone());
+        }
+    }
 }
 
 /// The per-key state a job's combiner keeps.

@@ -47,9 +47,26 @@ impl<K, V, C> AppendContainer<K, V, C> {
 impl<K: Key, V, C> Emit<K, V> for AppendContainer<K, V, C> {
     #[inline(always)]
     fn emit(&mut self, key: K::Ref<'_>, value: V) {
-        let probe = K::probe(key);
-        let p = partition_of(K::probe_hash(&probe), self.parts.len());
-        self.parts[p].push((K::from_probe(&probe), value));
+        self.push(&K::probe(key), value);
+    }
+
+    #[inline(always)]
+    fn emit_probes(&mut self, probes: &[K::Probe<'_>], value: V)
+    where
+        V: Clone,
+    {
+        for probe in probes {
+            self.push(probe, value.clone());
+        }
+    }
+}
+
+impl<K: Key, V, C> AppendContainer<K, V, C> {
+    /// Appends the pair of a probed key to its partition.
+    #[inline(always)]
+    fn push(&mut self, probe: &K::Probe<'_>, value: V) {
+        let p = partition_of(K::probe_hash(probe), self.parts.len());
+        self.parts[p].push((K::from_probe(probe), value));
     }
 }
 

@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 
 use super::table::Table;
-use super::{finish, in_batches, partition_of, Container, INITIAL_CAPACITY};
+use super::{finish, in_batches, partition_of, prefetched, Container, BATCH, INITIAL_CAPACITY};
 use crate::combine::Combiner;
 use crate::job::Emit;
 use crate::key::Key;
@@ -68,25 +68,31 @@ impl<K: Key, V, C: Combiner<V>> Emit<K, V> for HashContainer<K, V, C> {
     where
         V: Clone,
     {
-        let n = self.parts.len();
         let c = &self.combiner;
         in_batches::<K, _>(
             keys,
-            &mut self.parts,
-            |parts, hash| parts[partition_of(hash, n)].prefetch(hash),
-            // Inlined into the batch's loop: a call per key cost more
-            // than the insert's own work when the slot is in cache.
-            #[inline(always)]
-            |parts, probe, hash| {
-                parts[partition_of(hash, n)].upsert(
-                    probe,
-                    hash,
-                    value.clone(),
-                    |v| c.init(v),
-                    |s, v| c.add(s, v),
-                );
-            },
+            &mut self.parts[..],
+            prefetch_slot,
+            |parts, p, hash| upsert(parts, c, p, hash, value.clone()),
         );
+    }
+
+    /// Prefetches the slots of up to [`BATCH`](super::BATCH) probes at a
+    /// time, then inserts them ([`prefetched`]).
+    #[inline(always)]
+    fn emit_probes(&mut self, probes: &[K::Probe<'_>], value: V)
+    where
+        V: Clone,
+    {
+        let c = &self.combiner;
+        for chunk in probes.chunks(BATCH) {
+            prefetched::<K, _>(
+                chunk.iter(),
+                &mut self.parts[..],
+                prefetch_slot,
+                |parts, p, hash| upsert(parts, c, p, hash, value.clone()),
+            );
+        }
     }
 
     #[inline(always)]
@@ -94,6 +100,28 @@ impl<K: Key, V, C: Combiner<V>> Emit<K, V> for HashContainer<K, V, C> {
         let hash = K::probe_hash(&K::probe(key));
         self.parts[partition_of(hash, self.parts.len())].prefetch(hash);
     }
+}
+
+/// Starts loading the slot of the key hashed `hash` in its partition's
+/// table.
+#[inline(always)]
+fn prefetch_slot<K: Key, S>(parts: &[Table<K, S>], hash: u64) {
+    parts[partition_of(hash, parts.len())].prefetch(hash);
+}
+
+/// Folds `value` into the state of `probe`'s key (hashed `hash`) in its
+/// partition's table. Inlined into the batch's loop: a call per key cost
+/// more than the insert's own work when the slot is in cache.
+#[inline(always)]
+fn upsert<K: Key, V, C: Combiner<V>>(
+    parts: &mut [Table<K, C::State>],
+    c: &C,
+    probe: &K::Probe<'_>,
+    hash: u64,
+    value: V,
+) {
+    let n = parts.len();
+    parts[partition_of(hash, n)].upsert(probe, hash, value, |v| c.init(v), |s, v| c.add(s, v));
 }
 
 impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for HashContainer<K, V, C> {

@@ -14,7 +14,7 @@
 
 use super::group::Groups;
 use super::table::Table;
-use super::{in_batches, partition_of, Container};
+use super::{in_batches, partition_of, prefetched, Container, BATCH};
 use crate::combine::Combiner;
 use crate::job::Emit;
 use crate::key::Key;
@@ -103,15 +103,27 @@ impl<K: Key, V, C> Emit<K, V> for InternContainer<K, V, C> {
     where
         V: Clone,
     {
-        let n = self.parts.len();
         in_batches::<K, _>(
             keys,
-            &mut self.parts,
-            |parts, hash| parts[partition_of(hash, n)].keys.prefetch(hash),
-            // Inlined into the batch's loop, as the hash container's.
-            #[inline(always)]
-            |parts, probe, hash| parts[partition_of(hash, n)].push(probe, hash, value.clone()),
+            &mut self.parts[..],
+            prefetch_slot,
+            |parts, p, hash| push(parts, p, hash, value.clone()),
         );
+    }
+
+    #[inline(always)]
+    fn emit_probes(&mut self, probes: &[K::Probe<'_>], value: V)
+    where
+        V: Clone,
+    {
+        for chunk in probes.chunks(BATCH) {
+            prefetched::<K, _>(
+                chunk.iter(),
+                &mut self.parts[..],
+                prefetch_slot,
+                |parts, p, hash| push(parts, p, hash, value.clone()),
+            );
+        }
     }
 
     #[inline(always)]
@@ -121,6 +133,20 @@ impl<K: Key, V, C> Emit<K, V> for InternContainer<K, V, C> {
             .keys
             .prefetch(hash);
     }
+}
+
+/// Starts loading the key slot of the key hashed `hash` in its partition.
+#[inline(always)]
+fn prefetch_slot<K: Key, V>(parts: &[Numbered<K, V>], hash: u64) {
+    parts[partition_of(hash, parts.len())].keys.prefetch(hash);
+}
+
+/// Appends `value` to `probe`'s key (hashed `hash`) in its partition.
+/// Inlined into the batch's loop, as the hash container's insert.
+#[inline(always)]
+fn push<K: Key, V>(parts: &mut [Numbered<K, V>], probe: &K::Probe<'_>, hash: u64, value: V) {
+    let n = parts.len();
+    parts[partition_of(hash, n)].push(probe, hash, value);
 }
 
 impl<K: Key, V: Send, C: Combiner<V>> Container<K, V, C> for InternContainer<K, V, C> {

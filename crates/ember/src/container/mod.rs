@@ -239,6 +239,15 @@ impl<K: Key, V, C: Emit<K, V>> Emit<K, V> for Counting<C> {
         self.pairs += keys.len() as u64;
         self.inner.emit_batch(keys, value);
     }
+
+    #[inline(always)]
+    fn emit_probes(&mut self, probes: &[K::Probe<'_>], value: V)
+    where
+        V: Clone,
+    {
+        self.pairs += probes.len() as u64;
+        self.inner.emit_probes(probes, value);
+    }
 }
 
 /// A worker's emitter as job `J`'s `map` receives it: `E` itself, with the
@@ -288,6 +297,14 @@ impl<J, K: Key, V, E: Emit<K, V>> Emit<K, V> for ForJob<J, E> {
     {
         self.inner.emit_batch(keys, value);
     }
+
+    #[inline(always)]
+    fn emit_probes(&mut self, probes: &[K::Probe<'_>], value: V)
+    where
+        V: Clone,
+    {
+        self.inner.emit_probes(probes, value);
+    }
 }
 
 /// The distinct keys a sample emits, counted by their 64-bit hashes: no key
@@ -308,14 +325,25 @@ impl KeyHashes {
     pub(crate) fn len(&self) -> usize {
         self.seen.len()
     }
+
+    #[inline(always)]
+    fn insert(&mut self, h: u64) {
+        self.seen
+            .upsert(&h, u64::probe_hash(&h), (), |()| (), |_, ()| ());
+    }
 }
 
 impl<K: Key, V> Emit<K, V> for KeyHashes {
     #[inline(always)]
     fn emit(&mut self, key: K::Ref<'_>, _value: V) {
-        let h = K::probe_hash(&K::probe(key));
-        self.seen
-            .upsert(&h, u64::probe_hash(&h), (), |()| (), |_, ()| ());
+        self.insert(K::probe_hash(&K::probe(key)));
+    }
+
+    #[inline(always)]
+    fn emit_probes(&mut self, probes: &[K::Probe<'_>], _value: V) {
+        for p in probes {
+            self.insert(K::probe_hash(p));
+        }
     }
 }
 
@@ -331,28 +359,41 @@ pub(crate) fn partition_of(hash: u64, partitions: usize) -> usize {
 /// Keys [`in_batches`] hashes and prefetches at a time.
 pub(crate) const BATCH: usize = 32;
 
-/// Probes and hashes up to [`BATCH`] of `keys` at a time and calls
-/// `prefetch` with each one's hash, then calls `insert` with each probe
-/// and hash, in order: the batch's cache misses overlap, and each key is
-/// hashed once (the `emit_batch` of the containers that look keys up).
+/// Probes and hashes up to [`BATCH`] of `keys` at a time, then inserts
+/// them as [`prefetched`] does (the `emit_batch` of the containers that
+/// look keys up).
 #[inline(always)]
-pub(crate) fn in_batches<'r, K: Key, T>(
+pub(crate) fn in_batches<'r, K: Key, T: ?Sized>(
     keys: &[K::Ref<'r>],
     target: &mut T,
     prefetch: impl Fn(&T, u64),
     mut insert: impl FnMut(&mut T, &K::Probe<'r>, u64),
 ) {
     for chunk in keys.chunks(BATCH) {
-        let mut probes: [Option<(K::Probe<'r>, u64)>; BATCH] = [const { None }; BATCH];
+        let mut probes: [Option<K::Probe<'r>>; BATCH] = [const { None }; BATCH];
         for (slot, &key) in probes.iter_mut().zip(chunk) {
-            let probe = K::probe(key);
-            let hash = K::probe_hash(&probe);
-            prefetch(target, hash);
-            *slot = Some((probe, hash));
+            *slot = Some(K::probe(key));
         }
-        for (probe, hash) in probes.iter().flatten() {
-            insert(target, probe, *hash);
-        }
+        prefetched::<K, _>(probes.iter().flatten(), target, &prefetch, &mut insert);
+    }
+}
+
+/// Calls `prefetch` with the hash of each of `probes` (a batch of a few
+/// dozen), then `insert` with each probe and its hash, in order: the
+/// batch's cache misses overlap (the `emit_probes` of the containers that
+/// look keys up).
+#[inline(always)]
+pub(crate) fn prefetched<'p, 'r: 'p, K: Key, T: ?Sized>(
+    probes: impl Iterator<Item = &'p K::Probe<'r>> + Clone,
+    target: &mut T,
+    prefetch: impl Fn(&T, u64),
+    mut insert: impl FnMut(&mut T, &K::Probe<'r>, u64),
+) {
+    for probe in probes.clone() {
+        prefetch(target, K::probe_hash(probe));
+    }
+    for probe in probes {
+        insert(target, probe, K::probe_hash(probe));
     }
 }
 

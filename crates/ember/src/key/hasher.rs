@@ -126,6 +126,10 @@ macro_rules! plain_key {
                 (r, $crate::plumbing::KeyHasher::hash_one(&r))
             }
             #[inline(always)]
+            fn probe_ref<'a>(p: &Self::Probe<'a>) -> Self::Ref<'a> {
+                p.0
+            }
+            #[inline(always)]
             fn probe_hash(p: &Self::Probe<'_>) -> u64 {
                 p.1
             }

@@ -17,6 +17,10 @@ macro_rules! word_key {
                 r
             }
             #[inline(always)]
+            fn probe_ref<'a>(p: &Self::Probe<'a>) -> Self::Ref<'a> {
+                *p
+            }
+            #[inline(always)]
             fn probe_hash(p: &$t) -> u64 {
                 let $h = *p;
                 $hash

@@ -52,6 +52,9 @@ pub trait Key: Ord + Send + Sync + Sized + for<'a> Borrow<Self::Borrowed<'a>> + 
 
     /// Prepares a lookup: hashes the key and loads what comparisons need.
     fn probe<'a>(r: Self::Ref<'a>) -> Self::Probe<'a>;
+    /// The emitted form a probe was prepared from: `probe_ref(&probe(r))`
+    /// is `r`.
+    fn probe_ref<'a>(p: &Self::Probe<'a>) -> Self::Ref<'a>;
     /// The hash of a probe.
     fn probe_hash(p: &Self::Probe<'_>) -> u64;
     /// True when this stored key equals the probed one.

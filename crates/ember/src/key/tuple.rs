@@ -80,6 +80,10 @@ macro_rules! tuple_key {
                 (parts, h)
             }
             #[inline(always)]
+            fn probe_ref<'a>(p: &Self::Probe<'a>) -> Self::Ref<'a> {
+                ($($p::probe_ref(&p.0.$i),)+)
+            }
+            #[inline(always)]
             fn probe_hash(p: &Self::Probe<'_>) -> u64 {
                 p.1
             }

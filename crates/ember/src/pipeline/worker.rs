@@ -99,8 +99,48 @@ const TRIAL_HANDOFFS: usize = 8;
 impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
     #[inline(always)]
     fn emit(&mut self, key: <J::Key as Key>::Ref<'_>, value: J::Value) {
-        let probe = J::Key::probe(key);
-        let hash = J::Key::probe_hash(&probe);
+        self.emit_probed(&J::Key::probe(key), value);
+    }
+
+    #[inline(always)]
+    fn prefetch(&mut self, key: <J::Key as Key>::Ref<'_>) {
+        self.prefetch_hash(J::Key::probe_hash(&J::Key::probe(key)));
+    }
+
+    /// Prefetches every key's slot, then emits them.
+    #[inline(always)]
+    fn emit_batch(&mut self, keys: &[<J::Key as Key>::Ref<'_>], value: J::Value)
+    where
+        J::Value: Clone,
+    {
+        for &k in keys {
+            self.prefetch(k);
+        }
+        for &k in keys {
+            self.emit(k, value.clone());
+        }
+    }
+
+    /// Prefetches every probe's slot, then emits them.
+    #[inline(always)]
+    fn emit_probes(&mut self, probes: &[<J::Key as Key>::Probe<'_>], value: J::Value)
+    where
+        J::Value: Clone,
+    {
+        for p in probes {
+            self.prefetch_hash(J::Key::probe_hash(p));
+        }
+        for p in probes {
+            self.emit_probed(p, value.clone());
+        }
+    }
+}
+
+impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
+    /// Emits the pair of a probed key.
+    #[inline(always)]
+    fn emit_probed(&mut self, probe: &<J::Key as Key>::Probe<'_>, value: J::Value) {
+        let hash = J::Key::probe_hash(probe);
         let r = partition_of(hash, self.x.workers);
         self.pairs += 1;
         let out = &mut self.outs[r];
@@ -117,13 +157,13 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
                 // Only a new key can fill the table or make it grow, so only
                 // then are the limits checked: the emit path stays short.
                 let c = &self.x.combiner;
-                let new = t.upsert(&probe, hash, value, |v| c.init(v), |s, v| c.add(s, v));
+                let new = t.upsert(probe, hash, value, |v| c.init(v), |s, v| c.add(s, v));
                 out.fill += 1;
                 (new && full_or_grown(t, &self.x.sizing)) || out.fill >= self.x.sizing.pairs
             }
             Buf::Pairs(h, v) => {
                 h.push(hash);
-                v.push((J::Key::from_probe(&probe), self.x.combiner.init(value)));
+                v.push((J::Key::from_probe(probe), self.x.combiner.init(value)));
                 v.len() >= self.x.sizing.append
             }
         };
@@ -135,30 +175,15 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
         }
     }
 
+    /// Starts loading the slot of the key hashed `hash`, if its buffer is
+    /// a table.
     #[inline(always)]
-    fn prefetch(&mut self, key: <J::Key as Key>::Ref<'_>) {
-        let hash = J::Key::probe_hash(&J::Key::probe(key));
+    fn prefetch_hash(&mut self, hash: u64) {
         if let Some(Buf::Table(t)) = &self.outs[partition_of(hash, self.x.workers)].buf {
             t.prefetch(hash);
         }
     }
 
-    /// Prefetches every key's slot, then emits them.
-    #[inline(always)]
-    fn emit_batch(&mut self, keys: &[<J::Key as Key>::Ref<'_>], value: J::Value)
-    where
-        J::Value: Clone,
-    {
-        for &k in keys {
-            self.prefetch(k);
-        }
-        for &k in keys {
-            self.emit(k, value.clone());
-        }
-    }
-}
-
-impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
     /// Mapper `me`; `combine` fixes the buffer kind (None: measured).
     fn new(x: &'x Exchange<'j, J>, me: usize, combine: Option<bool>) -> Self {
         Mapper {
