@@ -100,12 +100,7 @@ fn flush(
     lower: &mut Vec<u8>,
     f: &mut impl FnMut(&[BytesProbe<'_>]),
 ) {
-    lower.clear();
-    for &(s, e, _) in ranges.iter().filter(|r| r.2) {
-        lower.extend(data[s..e].iter().map(|b| b | 0x20));
-    }
-    // A block of slack: the last lowered word is then one load too.
-    lower.extend_from_slice(&[0; INLINE_KEY_BYTES]);
+    lower_into(data, ranges, lower);
     let mut at = 0;
     let mut probes = [BytesProbe::default(); BATCH];
     for (probe, &(s, e, upper)) in probes.iter_mut().zip(ranges) {
@@ -117,6 +112,36 @@ fn flush(
         };
     }
     f(&probes[..ranges.len()]);
+}
+
+/// Writes the words of `ranges` with upper case, lower-cased, one after
+/// another into `lower`, followed by at least a block of slack (so that
+/// [`BytesProbe::within`] loads each as one block). A short word inside
+/// `data` is lower-cased a block at a time: the bytes past its end are
+/// overwritten by the next word's, or fall in the slack.
+#[inline(always)]
+fn lower_into(data: &[u8], ranges: &[(usize, usize, bool)], lower: &mut Vec<u8>) {
+    const BLOCK: usize = INLINE_KEY_BYTES;
+    let mut at = 0;
+    for &(s, e, _) in ranges.iter().filter(|r| r.2) {
+        let n = e - s;
+        if lower.len() < at + n.max(BLOCK) + BLOCK {
+            lower.resize(at + n.max(BLOCK) + BLOCK, 0);
+        }
+        match data.get(s..s + BLOCK) {
+            Some(block) if n <= BLOCK => {
+                let lowered = u128::from_le_bytes(block.try_into().expect("a block"))
+                    | u128::from_le_bytes([0x20; BLOCK]);
+                lower[at..at + BLOCK].copy_from_slice(&lowered.to_le_bytes());
+            }
+            _ => {
+                for (to, b) in lower[at..at + n].iter_mut().zip(&data[s..e]) {
+                    *to = b | 0x20;
+                }
+            }
+        }
+        at += n;
+    }
 }
 
 /// The word count job. Its output order is by key (word); use

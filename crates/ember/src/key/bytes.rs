@@ -80,11 +80,9 @@ impl<'a> BytesProbe<'a> {
         let key = &buf[start..end];
         match buf.get(start..start + INLINE_KEY_BYTES) {
             Some(block) if key.len() <= INLINE_KEY_BYTES => {
-                let block = u128::from_le_bytes(block.try_into().expect("16 bytes"));
-                // All ones over the key's bytes (none for the empty key).
-                let unused = 8 * (INLINE_KEY_BYTES - key.len()) as u32;
-                let w = block & u128::MAX.checked_shr(unused).unwrap_or(0);
-                BytesProbe::short(key, [w as u64, (w >> 64) as u64])
+                let [m0, m1] = KEY_MASKS[key.len()];
+                let words = [read_u64(block, 0) & m0, read_u64(block, 8) & m1];
+                BytesProbe::short(key, words)
             }
             _ => Bytes::probe(key),
         }
@@ -108,6 +106,21 @@ impl Default for BytesProbe<'_> {
         BytesProbe::short(&[], [0, 0])
     }
 }
+
+/// For each key length up to [`INLINE_KEY_BYTES`], the two words' masks
+/// over a key's bytes (a table, not variable shifts of a `u128`, which
+/// take several instructions each).
+const KEY_MASKS: [[u64; 2]; INLINE_KEY_BYTES + 1] = {
+    let mut masks = [[0; 2]; INLINE_KEY_BYTES + 1];
+    let mut n = 1;
+    while n <= INLINE_KEY_BYTES {
+        let byte = 0xFFu64 << (8 * ((n - 1) % 8));
+        masks[n] = masks[n - 1];
+        masks[n][(n - 1) / 8] |= byte;
+        n += 1;
+    }
+    masks
+};
 
 #[inline(always)]
 fn read_u64(s: &[u8], at: usize) -> u64 {
