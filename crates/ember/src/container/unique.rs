@@ -57,35 +57,17 @@ impl<K, V, C: Combiner<V>> UniqueContainer<K, V, C> {
     }
 }
 
-impl<K: Key, V, C: Combiner<V>> UniqueContainer<K, V, C> {
-    /// Appends the pair of a probed key.
-    #[inline(always)]
-    fn push(&mut self, probe: &K::Probe<'_>, value: V) {
-        if self.pairs.len() == self.pairs.capacity() {
-            self.grow();
-        }
-        self.pairs
-            .push((K::from_probe(probe), self.combiner.init(value)));
-    }
-}
-
 /// The smallest buffer (and step) the container grows to.
 const MIN_CAPACITY: usize = 16;
 
 impl<K: Key, V, C: Combiner<V>> Emit<K, V> for UniqueContainer<K, V, C> {
     #[inline(always)]
     fn emit(&mut self, key: K::Ref<'_>, value: V) {
-        self.push(&K::probe(key), value);
-    }
-
-    #[inline(always)]
-    fn emit_probes(&mut self, probes: &[K::Probe<'_>], value: V)
-    where
-        V: Clone,
-    {
-        for probe in probes {
-            self.push(probe, value.clone());
+        if self.pairs.len() == self.pairs.capacity() {
+            self.grow();
         }
+        let key = K::from_probe(&K::probe(key));
+        self.pairs.push((key, self.combiner.init(value)));
     }
 }
 
