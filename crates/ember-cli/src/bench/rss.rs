@@ -149,19 +149,25 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn a_run_s_peak_covers_what_it_touched_and_not_an_earlier_run_s() {
         const MIB: usize = 1 << 20;
+        // The RSS while `mib` MiB are live. Other tests of this process
+        // allocate and free meanwhile, so the run's base is no bound on
+        // it: the RSS seen with the block live is.
         let touch = |mib: usize| {
             let v = vec![1u8; mib * MIB];
             std::hint::black_box(&v);
+            status_kib("VmRSS:").map(|k| k * 1024)
         };
         touch(512);
         let base = start();
-        touch(16);
-        let Some(p) = finish(base) else {
+        let during = touch(16);
+        let (Some(p), Some(during)) = (finish(base), during) else {
             return; // no clear_refs on this kernel
         };
-        assert!(p.peak >= p.base + 15 * MIB as u64, "{p:?}");
-        // Far below the earlier 512 MiB (other tests of this process may
-        // allocate meanwhile).
+        // The kernel sums its per-CPU RSS counters approximately (a few
+        // hundred KiB apart here), far less than the 16 MiB touched.
+        let slack = 2 * MIB as u64;
+        assert!(p.peak + slack >= during, "{p:?}, {during} while live");
+        // Far below the earlier 512 MiB.
         assert!(p.peak < p.base + 256 * MIB as u64, "{p:?}");
     }
 
