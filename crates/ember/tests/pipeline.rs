@@ -20,9 +20,12 @@ use modes::{assert_modes_agree, options, within};
 /// A byte histogram: how often each byte value occurs, folded by the
 /// combiner `C` (a sum, or one of the sums below that misbehave). The one
 /// job of these tests, in every shape they need: pipelinable or not, with
-/// or without a key hint, with panics on demand.
+/// or without a key hint, emitting a key at a time or in batches, with
+/// panics on demand.
 struct Histogram<C = Sum> {
     pipelinable: bool,
+    /// Emits through `emit_batch`, a few dozen bytes at a time.
+    batched: bool,
     keys: KeyHint,
     panic_in_map_on: Option<u8>,
     panic_in_reduce_on: Option<u8>,
@@ -33,6 +36,7 @@ impl<C> Default for Histogram<C> {
     fn default() -> Self {
         Histogram {
             pipelinable: true,
+            batched: false,
             keys: KeyHint::Unknown,
             panic_in_map_on: None,
             panic_in_reduce_on: None,
@@ -60,6 +64,13 @@ where
     }
 
     fn map<E: Emit<u8, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
+        if self.batched {
+            split
+                .data
+                .chunks(40)
+                .for_each(|bytes| emit.emit_batch(bytes, 1));
+            return Ok(());
+        }
         for &b in split.data {
             if Some(b) == self.panic_in_map_on {
                 panic!("map saw byte {b}");
@@ -119,6 +130,19 @@ fn histogram_is_the_same_in_both_modes() {
             &Input::bytes(&data),
             &[None, Some(7)],
         );
+        assert_eq!(out, sequential_histogram(&data), "{n} bytes");
+    }
+}
+
+#[test]
+fn batched_emits_are_the_same_in_both_modes() {
+    let batched = Histogram::<Sum> {
+        batched: true,
+        ..Histogram::default()
+    };
+    for (n, seed) in [(0, 1), (39, 2), (5_000, 3), (200_000, 4)] {
+        let data = bytes(n, seed);
+        let out = assert_modes_agree(&batched, &Input::bytes(&data), &[None, Some(7)]);
         assert_eq!(out, sequential_histogram(&data), "{n} bytes");
     }
 }

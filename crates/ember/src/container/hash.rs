@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 
 use super::table::Table;
-use super::{finish, in_batches, partition_of, prefetched, Container, BATCH, INITIAL_CAPACITY};
+use super::{finish, in_batches, partition_of, probes_in_batches, Container, INITIAL_CAPACITY};
 use crate::combine::Combiner;
 use crate::job::Emit;
 use crate::key::Key;
@@ -78,21 +78,19 @@ impl<K: Key, V, C: Combiner<V>> Emit<K, V> for HashContainer<K, V, C> {
     }
 
     /// Prefetches the slots of up to [`BATCH`](super::BATCH) probes at a
-    /// time, then inserts them ([`prefetched`]).
+    /// time, then inserts them ([`probes_in_batches`](super::probes_in_batches)).
     #[inline(always)]
     fn emit_probes(&mut self, probes: &[K::Probe<'_>], value: V)
     where
         V: Clone,
     {
         let c = &self.combiner;
-        for chunk in probes.chunks(BATCH) {
-            prefetched::<K, _>(
-                chunk.iter(),
-                &mut self.parts[..],
-                prefetch_slot,
-                |parts, p, hash| upsert(parts, c, p, hash, value.clone()),
-            );
-        }
+        probes_in_batches::<K, _>(
+            probes,
+            &mut self.parts[..],
+            prefetch_slot,
+            |parts, p, hash| upsert(parts, c, p, hash, value.clone()),
+        );
     }
 
     #[inline(always)]

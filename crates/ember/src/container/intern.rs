@@ -14,7 +14,7 @@
 
 use super::group::Groups;
 use super::table::Table;
-use super::{in_batches, partition_of, prefetched, Container, BATCH};
+use super::{in_batches, partition_of, probes_in_batches, Container};
 use crate::combine::Combiner;
 use crate::job::Emit;
 use crate::key::Key;
@@ -116,14 +116,12 @@ impl<K: Key, V, C> Emit<K, V> for InternContainer<K, V, C> {
     where
         V: Clone,
     {
-        for chunk in probes.chunks(BATCH) {
-            prefetched::<K, _>(
-                chunk.iter(),
-                &mut self.parts[..],
-                prefetch_slot,
-                |parts, p, hash| push(parts, p, hash, value.clone()),
-            );
-        }
+        probes_in_batches::<K, _>(
+            probes,
+            &mut self.parts[..],
+            prefetch_slot,
+            |parts, p, hash| push(parts, p, hash, value.clone()),
+        );
     }
 
     #[inline(always)]

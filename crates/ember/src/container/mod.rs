@@ -378,16 +378,34 @@ pub(crate) fn in_batches<'r, K: Key, T: ?Sized>(
     }
 }
 
-/// Calls `prefetch` with the hash of each of `probes` (a batch of a few
-/// dozen), then `insert` with each probe and its hash, in order: the
-/// batch's cache misses overlap (the `emit_probes` of the containers that
-/// look keys up).
+/// Inserts `probes` as [`prefetched`] does, [`BATCH`] at a time (the
+/// `emit_probes` of the containers that look keys up).
 #[inline(always)]
-pub(crate) fn prefetched<'p, 'r: 'p, K: Key, T: ?Sized>(
-    probes: impl Iterator<Item = &'p K::Probe<'r>> + Clone,
+pub(crate) fn probes_in_batches<'r, K: Key, T: ?Sized>(
+    probes: &[K::Probe<'r>],
     target: &mut T,
     prefetch: impl Fn(&T, u64),
     mut insert: impl FnMut(&mut T, &K::Probe<'r>, u64),
+) {
+    for chunk in probes.chunks(BATCH) {
+        prefetched::<K, _>(chunk.iter(), target, &prefetch, &mut insert);
+    }
+}
+
+/// Calls `prefetch` with the hash of each of `probes` (a batch of a few
+/// dozen), then `insert` with each probe and its hash, in order: the
+/// batch's cache misses overlap.
+///
+/// The functions come by reference, so each call is a direct call of the
+/// caller's closure, which inlines into the loop (a `&mut F` passed as an
+/// `impl FnMut` adds a forwarding call that did not inline, and the insert
+/// behind it then cost a call per key).
+#[inline(always)]
+fn prefetched<'p, 'r: 'p, K: Key, T: ?Sized>(
+    probes: impl Iterator<Item = &'p K::Probe<'r>> + Clone,
+    target: &mut T,
+    prefetch: &impl Fn(&T, u64),
+    insert: &mut impl FnMut(&mut T, &K::Probe<'r>, u64),
 ) {
     for probe in probes.clone() {
         prefetch(target, K::probe_hash(probe));

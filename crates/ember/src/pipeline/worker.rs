@@ -9,8 +9,8 @@ use std::time::Instant;
 use super::exchange::{Backoff, Buf, Clock, Exchange, Sizing, CHECK_EVERY, MIN_COMBINING};
 use crate::barrier::Written;
 use crate::combine::Combiner;
-use crate::container::partition_of;
 use crate::container::table::Table;
+use crate::container::{in_batches, partition_of, probes_in_batches};
 use crate::error::Phase;
 use crate::input::{Input, SplitRange};
 use crate::job::{Emit, Job, StateOf};
@@ -99,7 +99,8 @@ const TRIAL_HANDOFFS: usize = 8;
 impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
     #[inline(always)]
     fn emit(&mut self, key: <J::Key as Key>::Ref<'_>, value: J::Value) {
-        self.emit_probed(&J::Key::probe(key), value);
+        let probe = J::Key::probe(key);
+        self.emit_probed(&probe, J::Key::probe_hash(&probe), value);
     }
 
     #[inline(always)]
@@ -107,40 +108,35 @@ impl<J: Job> Emit<J::Key, J::Value> for Mapper<'_, '_, J> {
         self.prefetch_hash(J::Key::probe_hash(&J::Key::probe(key)));
     }
 
-    /// Prefetches every key's slot, then emits them.
+    /// Probes and prefetches a batch of keys, then emits them
+    /// ([`in_batches`]).
     #[inline(always)]
     fn emit_batch(&mut self, keys: &[<J::Key as Key>::Ref<'_>], value: J::Value)
     where
         J::Value: Clone,
     {
-        for &k in keys {
-            self.prefetch(k);
-        }
-        for &k in keys {
-            self.emit(k, value.clone());
-        }
+        in_batches::<J::Key, _>(keys, self, Self::prefetch_hash, |m, p, hash| {
+            m.emit_probed(p, hash, value.clone())
+        });
     }
 
-    /// Prefetches every probe's slot, then emits them.
+    /// Prefetches a batch of probes' slots, then emits them
+    /// ([`probes_in_batches`]).
     #[inline(always)]
     fn emit_probes(&mut self, probes: &[<J::Key as Key>::Probe<'_>], value: J::Value)
     where
         J::Value: Clone,
     {
-        for p in probes {
-            self.prefetch_hash(J::Key::probe_hash(p));
-        }
-        for p in probes {
-            self.emit_probed(p, value.clone());
-        }
+        probes_in_batches::<J::Key, _>(probes, self, Self::prefetch_hash, |m, p, hash| {
+            m.emit_probed(p, hash, value.clone())
+        });
     }
 }
 
 impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
-    /// Emits the pair of a probed key.
+    /// Emits the pair of a probed key, hashed `hash`.
     #[inline(always)]
-    fn emit_probed(&mut self, probe: &<J::Key as Key>::Probe<'_>, value: J::Value) {
-        let hash = J::Key::probe_hash(probe);
+    fn emit_probed(&mut self, probe: &<J::Key as Key>::Probe<'_>, hash: u64, value: J::Value) {
         let r = partition_of(hash, self.x.workers);
         self.pairs += 1;
         let out = &mut self.outs[r];
@@ -178,7 +174,7 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
     /// Starts loading the slot of the key hashed `hash`, if its buffer is
     /// a table.
     #[inline(always)]
-    fn prefetch_hash(&mut self, hash: u64) {
+    fn prefetch_hash(&self, hash: u64) {
         if let Some(Buf::Table(t)) = &self.outs[partition_of(hash, self.x.workers)].buf {
             t.prefetch(hash);
         }
