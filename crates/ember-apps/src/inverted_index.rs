@@ -33,6 +33,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use ember::plumbing::Values;
 use ember::spill::{Codec, Encode};
 use ember::stream::Text;
 use ember::{
@@ -41,9 +42,9 @@ use ember::{
 };
 use hashbrown::hash_table::{Entry, HashTable};
 
-use crate::decimal::push_decimal;
+use crate::decimal::push_after;
 use crate::text::{write_text, TextSpec};
-use crate::wordcount::{for_each_batch, for_each_word, is_separator};
+use crate::wordcount::{for_each_batch, for_each_line_batch, for_each_word, is_separator};
 
 /// A document id: a file index or a line index.
 pub type DocId = u32;
@@ -145,6 +146,20 @@ impl Combiner<DocId> for Postings {
     }
     fn finish<O>(&self, list: PostingList, reduce: impl FnOnce(PostingList) -> O) -> O {
         reduce(list)
+    }
+    /// A key's ids held together (the intern and append containers), in
+    /// one vector of the run's length: folding them one at a time grows
+    /// the list from [`FIRST_CAPACITY`] by reallocation. Drops an id equal
+    /// to the one before it, as `add` does.
+    fn finish_values<O>(
+        &self,
+        values: Values<'_, DocId>,
+        reduce: impl FnOnce(PostingList) -> O,
+    ) -> O {
+        let mut ids: Vec<DocId> = values.collect();
+        ids.dedup();
+        let last = *ids.last().expect("a key has at least one value");
+        reduce(PostingList { last, ids })
     }
 }
 
@@ -333,11 +348,10 @@ impl Job for InvertedIndex<'_> {
             return Ok(());
         };
         // Ids fit: `LineNumbers::build` checked the line count.
-        let mut doc = numbers.line_at(split.part, split.offset as usize) as DocId;
-        for line in lines_of(split.data) {
-            for_each_batch(line, |words| emit.emit_probes(words, doc));
-            doc = doc.wrapping_add(1);
-        }
+        let first = numbers.line_at(split.part, split.offset as usize) as DocId;
+        for_each_line_batch(split.data, |words, line| {
+            emit.emit_probes(words, first.wrapping_add(line as DocId))
+        });
         Ok(())
     }
 
@@ -647,13 +661,12 @@ impl<W: Write> IndexWriter<W> {
 /// Appends the line of `word` and its `ids`, `word<TAB>id,id,...` and a
 /// newline: a line of [`write_index`].
 pub fn push_line(word: &Bytes, ids: &[DocId], line: &mut Vec<u8>) {
-    // An id's digits and comma, and the 16 bytes `push_decimal` stores.
+    // An id's digits and comma, and the 16 bytes `push_after` stores.
     line.reserve(word.as_bytes().len() + ids.len() * 11 + 17);
     line.extend_from_slice(word.as_bytes());
     let mut sep = b'\t';
     for &id in ids {
-        line.push(sep);
-        push_decimal(line, id.into());
+        push_after(line, sep, id.into());
         sep = b',';
     }
     line.push(b'\n');

@@ -12,7 +12,7 @@ use ember::plumbing::{BytesProbe, INLINE_KEY_BYTES};
 use ember::spill::Codec;
 use ember::{Bytes, Emit, Job, MapResult, Records, Split, Sum};
 
-use crate::decimal::push_decimal;
+use crate::decimal::push_after;
 use crate::tokens::{self, Kernel};
 
 /// True for the bytes that separate words.
@@ -61,11 +61,56 @@ pub const BATCH: usize = 32;
 /// order, [`BATCH`] at a time: for [`Emit::emit_probes`], which prefetches
 /// a batch's slots before inserting any. A word's probe is prepared from
 /// the text around it ([`BytesProbe::within`]).
-pub fn for_each_batch(data: &[u8], f: impl FnMut(&[BytesProbe<'_>])) {
-    batches(Kernel::detect(), data, f);
+pub fn for_each_batch(data: &[u8], mut f: impl FnMut(&[BytesProbe<'_>])) {
+    batches::<false>(Kernel::detect(), data, |probes, _| f(probes));
 }
 
-/// [`for_each_batch`] with the given tokenizer kernel.
+/// [`for_each_batch`] with every batch's words on one line: calls
+/// `f(probes, line)`, `line` the 0-based index in `data` of the line the
+/// words are on. One pass of the tokenizer over all of `data`, where a
+/// pass per line pays the tokenizer's start and its last short block on
+/// every line (an inverted index of lines: a dozen words a line).
+pub fn for_each_line_batch(data: &[u8], f: impl FnMut(&[BytesProbe<'_>], usize)) {
+    batches::<true>(Kernel::detect(), data, f);
+}
+
+/// The line that batches cut at lines are on.
+struct LineCursor {
+    /// Its 0-based index.
+    line: usize,
+    /// Where it ends: its newline's offset, or `usize::MAX` for the last
+    /// line.
+    end: usize,
+}
+
+impl LineCursor {
+    fn new(data: &[u8]) -> Self {
+        LineCursor {
+            line: 0,
+            end: newline_from(data, 0),
+        }
+    }
+
+    /// Moves on to the line of byte `at` (past this line's end). Not
+    /// inlined: it runs once a line, the tokenizer's callback once a word.
+    #[inline(never)]
+    fn advance(&mut self, data: &[u8], at: usize) {
+        while self.end < at {
+            self.line += 1;
+            self.end = newline_from(data, self.end + 1);
+        }
+    }
+}
+
+/// The offset of the first newline of `data` at or after `from`, or
+/// `usize::MAX`.
+fn newline_from(data: &[u8], from: usize) -> usize {
+    memchr::memchr(b'\n', &data[from..]).map_or(usize::MAX, |i| from + i)
+}
+
+/// [`for_each_batch`] (`AT_LINES` false: `f`'s line is always 0) or
+/// [`for_each_line_batch`] (true) with the given tokenizer kernel. A
+/// constant, so that word count's loop has no line check at all.
 ///
 /// The tokenizer calls back once per word, so that callback only notes the
 /// word's range: handing a full batch over (lower-casing, building the
@@ -73,20 +118,41 @@ pub fn for_each_batch(data: &[u8], f: impl FnMut(&[BytesProbe<'_>])) {
 /// the hand-over inlined into it, the callback was too large to inline into
 /// the tokenizer's loop, and every word paid a call and a stack frame.
 #[inline(always)]
-fn batches(kernel: Kernel, data: &[u8], mut f: impl FnMut(&[BytesProbe<'_>])) {
+fn batches<const AT_LINES: bool>(
+    kernel: Kernel,
+    data: &[u8],
+    mut f: impl FnMut(&[BytesProbe<'_>], usize),
+) {
     let mut ranges = [(0, 0, false); BATCH];
     let mut n = 0;
     let mut lower = Vec::new();
+    let mut cursor = match AT_LINES {
+        true => LineCursor::new(data),
+        false => LineCursor {
+            line: 0,
+            end: usize::MAX,
+        },
+    };
     tokens::tokens(kernel, data, |s, e, up| {
+        if AT_LINES && s > cursor.end {
+            let line = cursor.line;
+            if n > 0 {
+                flush(data, &ranges[..n], &mut lower, &mut |p| f(p, line));
+                n = 0;
+            }
+            cursor.advance(data, s);
+        }
         ranges[n] = (s, e, up);
         n += 1;
         if n == BATCH {
-            flush(data, &ranges, &mut lower, &mut f);
+            let line = cursor.line;
+            flush(data, &ranges, &mut lower, &mut |p| f(p, line));
             n = 0;
         }
     });
     if n > 0 {
-        flush(data, &ranges[..n], &mut lower, &mut f);
+        let line = cursor.line;
+        flush(data, &ranges[..n], &mut lower, &mut |p| f(p, line));
     }
 }
 
@@ -206,8 +272,7 @@ impl Job for WordCount {
 /// and a newline.
 pub fn push_line(word: &[u8], count: u64, line: &mut Vec<u8>) {
     line.extend_from_slice(word);
-    line.push(b'\t');
-    push_decimal(line, count);
+    push_after(line, b'\t', count);
     line.push(b'\n');
 }
 
@@ -260,8 +325,8 @@ mod tests {
         text.extend_from_slice(b"MixedCase");
         for kernel in Kernel::available() {
             let mut got = Vec::new();
-            batches(kernel, &text, |ps| {
-                assert!(!ps.is_empty() && ps.len() <= BATCH);
+            batches::<false>(kernel, &text, |ps, line| {
+                assert!(!ps.is_empty() && ps.len() <= BATCH && line == 0);
                 got.extend(ps.iter().map(word_of));
             });
             assert_eq!(got, words(&text), "{kernel:?}");
@@ -288,7 +353,38 @@ mod tests {
             tokens::tokens_plain(&data, |s, e, _| want.push(data[s..e].to_ascii_lowercase()));
             for kernel in Kernel::available() {
                 let mut got = Vec::new();
-                batches(kernel, &data, |ps| got.extend(ps.iter().map(word_of)));
+                batches::<false>(kernel, &data, |ps, _| got.extend(ps.iter().map(word_of)));
+                proptest::prop_assert_eq!(&got, &want);
+            }
+        }
+
+        /// Batches cut at lines are each line's words, lower-cased, in
+        /// order, with the line's index: lines empty, without words,
+        /// longer than a batch or a block, and a last line with or without
+        /// its newline, for every kernel.
+        #[test]
+        fn line_batches_are_the_words_of_each_line(
+            data in proptest::collection::vec(
+                proptest::prop_oneof![
+                    8 => b'a'..=b'z',
+                    2 => b'A'..=b'Z',
+                    2 => proptest::prelude::any::<u8>(),
+                    2 => proptest::prelude::Just(b' '),
+                    1 => proptest::prelude::Just(b'\n'),
+                ],
+                0..3000,
+            ),
+        ) {
+            let mut want = Vec::new();
+            for (line, text) in data.split(|&b| b == b'\n').enumerate() {
+                for_each_word(text, |w| want.push((line, w.to_vec())));
+            }
+            for kernel in Kernel::available() {
+                let mut got = Vec::new();
+                batches::<true>(kernel, &data, |ps, line| {
+                    assert!(!ps.is_empty() && ps.len() <= BATCH);
+                    got.extend(ps.iter().map(|p| (line, word_of(p))));
+                });
                 proptest::prop_assert_eq!(&got, &want);
             }
         }

@@ -63,12 +63,13 @@ fn as_strings(index: &Index) -> Vec<(String, Vec<DocId>)> {
         .collect()
 }
 
-/// A fresh, empty scratch folder for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ember-ii-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh, empty scratch folder for one test, removed when dropped
+/// (when the test fails too).
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("ember-ii-")
+        .tempdir()
+        .unwrap()
 }
 
 fn sorted_files(dir: &Path) -> Vec<PathBuf> {
@@ -144,9 +145,10 @@ fn empty_input_has_an_empty_index() {
 #[test]
 fn files_of_generated_docs() {
     let spec = spec(120_000, 1_000, 5);
-    let dir = scratch("files");
-    write_docs(&spec, 9, &dir, |_| {}).unwrap();
-    let files = sorted_files(&dir);
+    let scratch = scratch();
+    let dir = scratch.path();
+    write_docs(&spec, 9, dir, |_| {}).unwrap();
+    let files = sorted_files(dir);
     let names: Vec<String> = (0..9).map(|i| doc_name(i, 9)).collect();
     let got_names: Vec<String> = files
         .iter()
@@ -174,15 +176,15 @@ fn files_of_generated_docs() {
     let by_line = check_all(&input, Docs::Lines);
     let whole = sequential(&[&text(&spec)], Docs::Lines).unwrap();
     assert!(by_line == whole);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn more_documents_than_lines_leaves_empty_files() {
     let spec = spec(200, 50, 6);
-    let dir = scratch("empty-docs");
-    write_docs(&spec, 100, &dir, |_| {}).unwrap();
-    let files = sorted_files(&dir);
+    let scratch = scratch();
+    let dir = scratch.path();
+    write_docs(&spec, 100, dir, |_| {}).unwrap();
+    let files = sorted_files(dir);
     assert_eq!(files.len(), 100);
     let lines = text(&spec).iter().filter(|&&b| b == b'\n').count();
     let sizes: Vec<u64> = files
@@ -193,12 +195,11 @@ fn more_documents_than_lines_leaves_empty_files() {
     let index = check_all(&Input::files(&files).unwrap(), Docs::Files);
     let last = index.iter().flat_map(|(_, ids)| ids).max().unwrap();
     assert_eq!(*last as usize, lines - 1);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn zero_documents_is_an_error() {
-    let err = write_docs(&spec(10, 10, 1), 0, &scratch("zero"), |_| {}).unwrap_err();
+    let err = write_docs(&spec(10, 10, 1), 0, scratch().path(), |_| {}).unwrap_err();
     assert!(err.to_string().contains("at least 1"), "{err}");
 }
 
