@@ -15,10 +15,7 @@ const WIDE_POWER: u64 = 10u64.pow(WIDE as u32);
 #[inline]
 fn push_decimal(out: &mut Vec<u8>, n: u64) {
     if n < SHORT {
-        let (digits, len) = short(n as u32);
-        let at = out.len();
-        out.extend_from_slice(&digits.to_le_bytes());
-        out.truncate(at + len);
+        push_short(out, None, n as u32);
     } else if n < WIDE_POWER {
         push_digits(out, n, n.ilog10() as usize + 1);
     } else {
@@ -32,15 +29,23 @@ fn push_decimal(out: &mut Vec<u8>, n: u64) {
 #[inline]
 pub(crate) fn push_after(out: &mut Vec<u8>, sep: u8, n: u64) {
     if n < SHORT {
-        let (digits, len) = short(n as u32);
-        let at = out.len();
-        let bytes = u128::from(digits) << 8 | u128::from(sep);
-        out.extend_from_slice(&bytes.to_le_bytes());
-        out.truncate(at + 1 + len);
+        push_short(out, Some(sep), n as u32);
     } else {
         out.push(sep);
         push_decimal(out, n);
     }
+}
+
+/// Appends `head`, if any, and then `n` (below [`SHORT`]) in decimal, in
+/// one 16-byte store whose unused tail is then cut off.
+#[inline(always)]
+fn push_short(out: &mut Vec<u8>, head: Option<u8>, n: u32) {
+    let (digits, len) = short(n);
+    let head_len = usize::from(head.is_some());
+    let bytes = u128::from(digits) << (8 * head_len) | u128::from(head.unwrap_or(0));
+    let at = out.len();
+    out.extend_from_slice(&bytes.to_le_bytes());
+    out.truncate(at + head_len + len);
 }
 
 /// The digits of `n` (below [`SHORT`]), the first in the lowest byte, and
