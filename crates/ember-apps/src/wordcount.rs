@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use ember::plumbing::{BytesProbe, INLINE_KEY_BYTES};
 use ember::spill::Codec;
-use ember::{Bytes, Emit, Job, MapResult, Records, Split, Sum};
+use ember::{Bytes, Emit, Job, MapResult, OutputOrder, Records, Split, Sum};
 
 use crate::decimal::push_after;
 use crate::tokens::{self, Kernel};
@@ -264,6 +264,13 @@ impl Job for WordCount {
             b.1.cmp(&a.1)
         } else {
             a.0.cmp(&b.0)
+        }
+    }
+
+    fn output_order(&self) -> OutputOrder {
+        match self.by_count {
+            true => OutputOrder::Comparator,
+            false => OutputOrder::Key,
         }
     }
 }

@@ -77,7 +77,8 @@ pub use combine::{Combiner, KeepAll, Max, Min, Sum};
 pub use error::{Death, Error, Phase, Result};
 pub use input::Input;
 pub use job::{
-    ContainerKind, Emit, Job, KeyHint, Malformed, MapOnlyJob, MapResult, Records, Split,
+    ContainerKind, Emit, Job, KeyHint, Malformed, MapOnlyJob, MapResult, OutputOrder, Records,
+    Split,
 };
 pub use key::{Bytes, Key};
 pub use options::RunOptions;

@@ -40,6 +40,24 @@ const RANGES_PER_WORKER: usize = 4;
 /// Regular samples taken from each sorted run.
 const SAMPLES_PER_RUN: usize = 64;
 
+/// Orders the union of the runs by `cmp` (an unstable order: the runs'
+/// items are distinct under it), or selects its first `top` items when
+/// given ([`top_k`]).
+pub(crate) fn order<T, F>(
+    (pool, kind, top): (&Pool, MergeKind, Option<usize>),
+    runs: Vec<Vec<T>>,
+    cmp: F,
+) -> Vec<T>
+where
+    T: Send,
+    F: Fn(&T, &T) -> Ordering + Sync,
+{
+    match top {
+        Some(k) => top_k(pool, runs, k, cmp),
+        None => merge(pool, kind, runs, false, cmp),
+    }
+}
+
 /// Orders the union of the runs. Stable with respect to run order and, in
 /// each run, to position, when `stable` is set (ties then keep input order);
 /// otherwise ties are in an unspecified order.

@@ -24,7 +24,7 @@ use crate::ingest::{
     ChunkReader, IngestThread, Stripes, DEFAULT_CHUNK_BUFFERS, DEFAULT_CHUNK_SIZE,
 };
 use crate::input::{plan_splits, Input, SplitRange};
-use crate::job::{ContainerKind, Job, KeyHint, MapOnlyJob, Records, StateOf};
+use crate::job::{ContainerKind, Job, KeyHint, MapOnlyJob, OutputOrder, Records, StateOf};
 use crate::memory::Budget;
 use crate::merge;
 use crate::options::RunOptions;
@@ -644,15 +644,15 @@ impl Runtime {
         let start = Instant::now();
         let _phase = watch.phase(Phase::Merge);
         stats.distinct_keys = runs.iter().map(Vec::len).sum::<usize>() as u64;
-        let by_key = each.is_some();
-        let cmp = |a: &(J::Key, J::Out), b: &(J::Key, J::Out)| match by_key {
-            true => a.0.cmp(&b.0),
-            false => job.order(a, b).then_with(|| a.0.cmp(&b.0)),
-        };
-        let kind = stats.plan.merge;
-        let mut pairs = unwind::catch(Phase::Merge, || match top {
-            Some(k) => merge::top_k(&self.pool, runs, k, cmp),
-            None => merge::merge(&self.pool, kind, runs, false, cmp),
+        let by_key = each.is_some() || job.output_order() == OutputOrder::Key;
+        let how = (&self.pool, stats.plan.merge, top);
+        // Two comparators, each its own instance of the sort: the key's
+        // alone is small enough to inline into it.
+        let mut pairs = unwind::catch(Phase::Merge, || match by_key {
+            true => merge::order(how, runs, |a: &(J::Key, J::Out), b| a.0.cmp(&b.0)),
+            false => merge::order(how, runs, |a, b| {
+                job.order(a, b).then_with(|| a.0.cmp(&b.0))
+            }),
         })?;
         stats.output_pairs = pairs.len() as u64;
         if let Some(each) = each {

@@ -536,3 +536,93 @@ fn a_runtime_on_the_calling_thread_runs_there_and_counts_the_same() {
     assert!(matches!(from_another, Err(_) | Ok(Err(_))));
     assert!(threads.into_inner().unwrap().is_empty());
 }
+
+/// Counts whitespace-separated words, in the order its fields say.
+struct Words {
+    declared: ember::OutputOrder,
+    reversed: bool,
+}
+
+impl Job for Words {
+    type Key = ember::Bytes;
+    type Value = u64;
+    type Combiner = Sum;
+    type Out = u64;
+
+    fn records(&self) -> ember::Records {
+        ember::Records::Separator(|b| b == b' ')
+    }
+
+    fn map<E: Emit<ember::Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
+        for w in split.data.split(|&b| b == b' ').filter(|w| !w.is_empty()) {
+            emit.emit(w, 1);
+        }
+        Ok(())
+    }
+
+    fn reduce(&self, _key: &ember::Bytes, n: u64) -> u64 {
+        n
+    }
+
+    fn order(&self, a: &(ember::Bytes, u64), b: &(ember::Bytes, u64)) -> std::cmp::Ordering {
+        match self.reversed {
+            true => b.0.cmp(&a.0),
+            false => a.0.cmp(&b.0),
+        }
+    }
+
+    fn output_order(&self) -> ember::OutputOrder {
+        self.declared
+    }
+}
+
+#[test]
+fn a_declared_key_order_sorts_as_the_comparator_does() {
+    use ember::OutputOrder;
+    // Enough distinct words, short and longer than an inline key, that the
+    // merge cuts the runs into ranges.
+    let words: Vec<String> = (0..6000u32)
+        .map(|i| match i % 3 {
+            0 => format!("w{}", i * 7919 % 6007),
+            _ => format!("a-longer-word-than-sixteen-bytes-{}", i * 31 % 4001),
+        })
+        .collect();
+    let text = words.join(" ");
+    let mut want: Vec<(Vec<u8>, u64)> = Vec::new();
+    for w in &words {
+        match want.iter_mut().find(|(k, _)| k == w.as_bytes()) {
+            Some((_, n)) => *n += 1,
+            None => want.push((w.as_bytes().to_vec(), 1)),
+        }
+    }
+    want.sort();
+    let got = |rt: &Runtime, job: &Words, top: Option<usize>| {
+        let mut opts = RunOptions::default().split_size(2048);
+        if let Some(k) = top {
+            opts = opts.top(k);
+        }
+        let out = rt
+            .run_with(job, &Input::bytes(text.as_bytes()), &opts)
+            .unwrap();
+        let pairs = out.pairs.iter().map(|(k, n)| (k.as_bytes().to_vec(), *n));
+        pairs.collect::<Vec<_>>()
+    };
+    for threads in [1, 2, 3] {
+        let rt = Runtime::builder().threads(threads).build().unwrap();
+        let by_key = |declared| Words {
+            declared,
+            reversed: false,
+        };
+        assert_eq!(got(&rt, &by_key(OutputOrder::Key), None), want);
+        assert_eq!(got(&rt, &by_key(OutputOrder::Comparator), None), want);
+        assert_eq!(got(&rt, &by_key(OutputOrder::Key), Some(10)), want[..10]);
+        // Declared a comparator, the job's own order is what counts.
+        let reversed = Words {
+            declared: OutputOrder::Comparator,
+            reversed: true,
+        };
+        let mut backwards = want.clone();
+        backwards.reverse();
+        assert_eq!(got(&rt, &reversed, None), backwards);
+    }
+}

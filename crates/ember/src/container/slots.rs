@@ -10,6 +10,7 @@
 //! pages can back all of it, not just its inside.
 
 use std::alloc::{self, Layout};
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
@@ -97,13 +98,78 @@ impl<T> DerefMut for Slots<T> {
     }
 }
 
-impl<T> Drop for Slots<T> {
-    fn drop(&mut self) {
-        // SAFETY: the values are initialized and dropped once, here.
-        unsafe { std::ptr::drop_in_place(&mut **self as *mut [T]) };
+impl<T> Slots<T> {
+    /// Frees the array without dropping its values.
+    ///
+    /// # Safety
+    /// The values must have been dropped or moved out already, and `self`
+    /// must not be dropped afterwards.
+    unsafe fn free(&mut self) {
         if let Some(layout) = Self::layout(self.len) {
             // SAFETY: allocated in `new` with this same layout.
             unsafe { alloc::dealloc(self.ptr.as_ptr() as *mut u8, layout) };
+        }
+    }
+}
+
+impl<T> Drop for Slots<T> {
+    fn drop(&mut self) {
+        // SAFETY: the values are initialized and dropped once, here; the
+        // array is freed once, after them.
+        unsafe {
+            std::ptr::drop_in_place(&mut **self as *mut [T]);
+            self.free();
+        }
+    }
+}
+
+impl<T> IntoIterator for Slots<T> {
+    type Item = T;
+    type IntoIter = IntoIter<T>;
+    fn into_iter(self) -> IntoIter<T> {
+        IntoIter {
+            slots: ManuallyDrop::new(self),
+            at: 0,
+        }
+    }
+}
+
+/// The values of a slot array, moved out in order. Each slot is read once
+/// and nothing is written back: taking the values out of a large table
+/// (`Option::take` on every slot) wrote all of it again, and then dropping
+/// the emptied array read all of it once more.
+pub(crate) struct IntoIter<T> {
+    slots: ManuallyDrop<Slots<T>>,
+    /// Slots before `at` have been moved out.
+    at: usize,
+}
+
+impl<T> Iterator for IntoIter<T> {
+    type Item = T;
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        let slot = self.slots.get(self.at)?;
+        self.at += 1;
+        // SAFETY: slot `at - 1` holds a value not yet moved out (`at` only
+        // passes a slot once), and after this read it counts as moved out.
+        Some(unsafe { std::ptr::read(slot) })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.slots.len() - self.at;
+        (n, Some(n))
+    }
+}
+
+impl<T> Drop for IntoIter<T> {
+    fn drop(&mut self) {
+        let rest = &mut self.slots[self.at..] as *mut [T];
+        // SAFETY: the slots from `at` on still hold their values, dropped
+        // once here; those before were moved out. The array is then freed
+        // once, and `slots` (a `ManuallyDrop`) is not dropped again.
+        unsafe {
+            std::ptr::drop_in_place(rest);
+            self.slots.free();
         }
     }
 }
@@ -153,5 +219,30 @@ mod tests {
             }
             assert_eq!(s.iter().flatten().count(), usize::from(len > 0));
         }
+    }
+
+    #[test]
+    fn values_move_out_in_order_and_the_rest_drop_once() {
+        use std::rc::Rc;
+        let counted = Rc::new(());
+        let mut s = Slots::<Option<(Rc<()>, usize)>>::new(100);
+        for (i, slot) in s.iter_mut().enumerate().filter(|(i, _)| i % 3 == 0) {
+            *slot = Some((Rc::clone(&counted), i));
+        }
+        assert_eq!(Rc::strong_count(&counted), 35);
+        let mut values = s.into_iter();
+        let first: Vec<usize> = values.by_ref().take(10).flatten().map(|(_, i)| i).collect();
+        assert_eq!(first, [0, 3, 6, 9]);
+        assert_eq!(values.size_hint(), (90, Some(90)));
+        // The four moved out are dropped by now; the 31 left drop with the
+        // iterator, each once.
+        assert_eq!(Rc::strong_count(&counted), 31);
+        drop(values);
+        assert_eq!(Rc::strong_count(&counted), 1);
+        let all: Vec<usize> = Slots::<Option<usize>>::new(4)
+            .into_iter()
+            .flatten()
+            .collect();
+        assert!(all.is_empty());
     }
 }

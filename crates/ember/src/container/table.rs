@@ -19,7 +19,7 @@
 //! fuller (so a table that starts too small is rehashed a logarithmic
 //! number of times).
 
-use super::slots::Slots;
+use super::slots::{self, Slots};
 use crate::key::Key;
 
 /// Slots at most 70% full.
@@ -232,11 +232,11 @@ impl<K: Key, S> Table<K, S> {
 
     /// Moves every key into a table with room for `keys`.
     fn rebuild(&mut self, keys: usize) {
-        let mut bigger = Table::with_capacity(keys);
-        for (k, s) in self.slots.iter_mut().filter_map(Option::take) {
-            bigger.place_new(k, s);
+        let bigger = Table::with_capacity(keys);
+        let old = std::mem::replace(self, bigger);
+        for (k, s) in old {
+            self.place_new(k, s);
         }
-        self.slots = bigger.slots;
     }
 
     /// Puts a key known to be absent into a table with room for it.
@@ -255,32 +255,12 @@ impl<K, S> IntoIterator for Table<K, S> {
     type Item = (K, S);
     type IntoIter = IntoIter<K, S>;
     fn into_iter(self) -> Self::IntoIter {
-        IntoIter {
-            slots: self.slots,
-            at: 0,
-        }
+        self.slots.into_iter().flatten()
     }
 }
 
-/// A table's keys and states, taken out slot by slot.
-pub(crate) struct IntoIter<K, S> {
-    slots: Slots<Option<(K, S)>>,
-    at: usize,
-}
-
-impl<K, S> Iterator for IntoIter<K, S> {
-    type Item = (K, S);
-    #[inline]
-    fn next(&mut self) -> Option<(K, S)> {
-        while let Some(slot) = self.slots.get_mut(self.at) {
-            self.at += 1;
-            if let Some(entry) = slot.take() {
-                return Some(entry);
-            }
-        }
-        None
-    }
-}
+/// A table's keys and states, moved out slot by slot.
+pub(crate) type IntoIter<K, S> = std::iter::Flatten<slots::IntoIter<Option<(K, S)>>>;
 
 #[cfg(test)]
 mod tests {
