@@ -200,10 +200,7 @@ fn write_streamed(a: &Args, rt: &Runtime, input: &Input<'_>, docs: Docs) -> Resu
     let mut sink = output::create(path)?;
     // The index's text is about as long as its input.
     let how = (rt.threads(), input.len());
-    let format = |(word, ids): (Bytes, Vec<DocId>), text: &mut Vec<u8>| {
-        inverted_index::push_line(&word, &ids, text)
-    };
-    let built = lines::scoped(&mut sink, how, format, |lines| {
+    let built = lines::scoped(&mut sink, how, IndexLines, |lines| {
         let built = build_streamed(a, rt, input, docs, |word, ids| {
             let bytes = word.as_bytes().len() + 8 * ids.len();
             lines.push((word, ids), bytes).map_err(ember::Error::Output)
@@ -219,6 +216,22 @@ fn write_streamed(a: &Args, rt: &Runtime, input: &Input<'_>, docs: Docs) -> Resu
     })?;
     sink.finish()?;
     Ok(built)
+}
+
+/// The index's lines: a word, then its ids. The ids of a line a few lines
+/// ahead are prefetched: the reduce wrote each list long before, so the
+/// first load of each missed the cache.
+struct IndexLines;
+
+impl lines::Format<(Bytes, Vec<DocId>)> for IndexLines {
+    fn format(&self, (word, ids): (Bytes, Vec<DocId>), text: &mut Vec<u8>) {
+        inverted_index::push_line(&word, &ids, text)
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, (_, ids): &(Bytes, Vec<DocId>)) {
+        ember::plumbing::prefetch(ids.as_ptr());
+    }
 }
 
 /// Builds the index in this process's threads, handing each word and its

@@ -31,6 +31,43 @@ const BATCH_BYTES: usize = 1 << 20;
 /// Batches in flight per formatting thread, at most.
 const IN_FLIGHT_PER_THREAD: u64 = 2;
 
+/// How many items ahead of the one being formatted [`Format::prefetch`]
+/// is called: formatting a line takes about as long as a cache miss.
+const PREFETCH_AHEAD: usize = 4;
+
+/// How an item becomes text. Any `Fn(T, &mut Vec<u8>)` is one; a type of
+/// its own can also start loading, a few items ahead, memory the item
+/// points to (written long before, out of cache).
+pub(crate) trait Format<T>: Sync {
+    /// Appends `item`'s text to `text`.
+    fn format(&self, item: T, text: &mut Vec<u8>);
+
+    /// Starts loading what formatting `item` will read; called
+    /// [`PREFETCH_AHEAD`] items before `item` is formatted. Nothing by
+    /// default.
+    #[inline(always)]
+    fn prefetch(&self, _item: &T) {}
+}
+
+impl<T, F: Fn(T, &mut Vec<u8>) + Sync> Format<T> for F {
+    #[inline(always)]
+    fn format(&self, item: T, text: &mut Vec<u8>) {
+        self(item, text)
+    }
+}
+
+/// Formats every item of `batch` into `text`, in order, leaving `batch`
+/// empty.
+fn format_all<T>(format: &impl Format<T>, batch: &mut Vec<T>, text: &mut Vec<u8>) {
+    let mut items = batch.drain(..);
+    while let Some(item) = items.next() {
+        if let Some(ahead) = items.as_slice().get(PREFETCH_AHEAD - 1) {
+            format.prefetch(ahead);
+        }
+        format.format(item, text);
+    }
+}
+
 /// Items handed over in output order (see the module docs).
 pub(crate) struct Lines<'a, T, F> {
     out: &'a mut dyn Write,
@@ -83,7 +120,7 @@ pub(crate) fn scoped<T, F, R>(
 ) -> R
 where
     T: Send,
-    F: Fn(T, &mut Vec<u8>) + Sync,
+    F: Format<T>,
 {
     std::thread::scope(|scope| {
         let formatters = (expected > BATCH_BYTES).then(|| {
@@ -100,7 +137,7 @@ where
                             .try_recv()
                             .unwrap_or_else(|_| Vec::with_capacity(BATCH_BYTES + BATCH_BYTES / 4));
                         let formatted = panic::catch_unwind(AssertUnwindSafe(|| {
-                            batch.drain(..).for_each(|item| format(item, &mut text))
+                            format_all(format, &mut batch, &mut text)
                         }));
                         let stop = formatted.is_err();
                         if finished.send(formatted.map(|()| (n, text, batch))).is_err() || stop {
@@ -137,7 +174,7 @@ where
 
 impl<T, F> Lines<'_, T, F>
 where
-    F: Fn(T, &mut Vec<u8>),
+    F: Format<T>,
 {
     /// Hands over the next item, whose text takes about `bytes` bytes.
     /// Fails when writing an earlier batch failed.
@@ -189,13 +226,11 @@ where
 
     /// Queues `batch` for the formatting threads (see [`Lines::queue`]).
     /// Without threads, formats and writes it here.
-    fn send(&mut self, batch: Vec<T>) -> io::Result<()> {
+    fn send(&mut self, mut batch: Vec<T>) -> io::Result<()> {
         let Some(f) = self.formatters.take() else {
             let mut text = std::mem::take(&mut self.text);
             text.clear();
-            batch
-                .into_iter()
-                .for_each(|item| (self.format)(item, &mut text));
+            format_all(self.format, &mut batch, &mut text);
             let wrote = self.write(&text);
             self.text = text;
             return wrote;
@@ -311,6 +346,46 @@ mod tests {
         };
         let got = numbers_with(1000, (4, 1 << 30), BATCH_BYTES / 16, slow_first);
         assert_eq!(got, want(1000));
+    }
+
+    /// A format that records its calls: `(true, i)` for a prefetch of
+    /// item `i`, `(false, i)` for its formatting.
+    struct Recorded<'a>(&'a std::sync::Mutex<Vec<(bool, u64)>>);
+
+    impl Format<u64> for Recorded<'_> {
+        fn format(&self, i: u64, text: &mut Vec<u8>) {
+            self.0.lock().unwrap().push((false, i));
+            line(i, text)
+        }
+        fn prefetch(&self, i: &u64) {
+            self.0.lock().unwrap().push((true, *i));
+        }
+    }
+
+    #[test]
+    fn a_format_of_its_own_is_told_of_each_item_a_few_items_ahead() {
+        let calls = std::sync::Mutex::default();
+        let mut out = Vec::new();
+        // One batch, formatted on this thread.
+        scoped(&mut out, (1, 0), Recorded(&calls), |lines| {
+            (0..50).try_for_each(|i| lines.push(i, 1))?;
+            lines.finish()
+        })
+        .unwrap();
+        assert_eq!(out, want(50));
+        let calls = calls.into_inner().unwrap();
+        let formatted: Vec<u64> = calls.iter().filter(|c| !c.0).map(|c| c.1).collect();
+        assert_eq!(formatted, (0..50).collect::<Vec<_>>());
+        // Each item past the first few is prefetched once, while the item
+        // `PREFETCH_AHEAD` before it is formatted next.
+        let ahead = PREFETCH_AHEAD as u64;
+        for (at, &(prefetch, i)) in calls.iter().enumerate() {
+            if prefetch {
+                assert_eq!(calls[at + 1], (false, i - ahead), "{calls:?}");
+            }
+        }
+        let prefetched = calls.iter().filter(|c| c.0).map(|c| c.1);
+        assert!(prefetched.eq(ahead..50), "{calls:?}");
     }
 
     #[test]
