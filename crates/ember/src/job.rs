@@ -371,11 +371,12 @@ pub trait Job: Sync {
         a.0.cmp(&b.0)
     }
 
-    /// Whether [`Job::order`] is the key's own order. A job that declares
-    /// [`OutputOrder::Key`] has its output sorted by comparing keys
-    /// directly, without a call of `order` per comparison (sorting a
-    /// million distinct words that way takes about half the time). The
-    /// default, [`OutputOrder::Comparator`], is right for every job.
+    /// Declares how [`Job::order`] orders the output. A job that keeps the
+    /// default `order`, or orders by key in its own, may return
+    /// [`OutputOrder::Key`]: its output is then sorted by comparing keys
+    /// directly, without a call of `order` per comparison (word count's
+    /// merge phase over a million distinct words took a fifth less time).
+    /// The default, [`OutputOrder::Comparator`], is right for every job.
     fn output_order(&self) -> OutputOrder {
         OutputOrder::Comparator
     }
@@ -383,6 +384,7 @@ pub trait Job: Sync {
 
 /// How a job's output is ordered ([`Job::output_order`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum OutputOrder {
     /// By [`Job::order`], ties broken by key.
     #[default]

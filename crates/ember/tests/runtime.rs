@@ -617,12 +617,18 @@ fn a_declared_key_order_sorts_as_the_comparator_does() {
         assert_eq!(got(&rt, &by_key(OutputOrder::Comparator), None), want);
         assert_eq!(got(&rt, &by_key(OutputOrder::Key), Some(10)), want[..10]);
         // Declared a comparator, the job's own order is what counts.
-        let reversed = Words {
-            declared: OutputOrder::Comparator,
+        let reversed = |declared| Words {
+            declared,
             reversed: true,
         };
         let mut backwards = want.clone();
         backwards.reverse();
-        assert_eq!(got(&rt, &reversed, None), backwards);
+        assert_eq!(
+            got(&rt, &reversed(OutputOrder::Comparator), None),
+            backwards
+        );
+        // Declared the key order, `order` is not called at all (here the
+        // declaration is false on purpose, to show it).
+        assert_eq!(got(&rt, &reversed(OutputOrder::Key), None), want);
     }
 }

@@ -99,27 +99,38 @@ impl<T> DerefMut for Slots<T> {
 }
 
 impl<T> Slots<T> {
-    /// Frees the array without dropping its values.
+    /// Drops the values from slot `at` on, then frees the array, also when
+    /// a value's drop panics.
     ///
     /// # Safety
-    /// The values must have been dropped or moved out already, and `self`
-    /// must not be dropped afterwards.
-    unsafe fn free(&mut self) {
-        if let Some(layout) = Self::layout(self.len) {
-            // SAFETY: allocated in `new` with this same layout.
-            unsafe { alloc::dealloc(self.ptr.as_ptr() as *mut u8, layout) };
+    /// `at <= len`; the values before `at` have been moved out (or
+    /// dropped) already; the array is not used or freed again afterwards.
+    unsafe fn drop_from(&mut self, at: usize) {
+        /// Frees the array when it goes out of scope, unwinding or not.
+        struct Free<'a, T>(&'a mut Slots<T>);
+        impl<T> Drop for Free<'_, T> {
+            fn drop(&mut self) {
+                if let Some(layout) = Slots::<T>::layout(self.0.len) {
+                    // SAFETY: allocated in `new` with this same layout, and
+                    // freed once: `drop_from`'s caller frees it no other way.
+                    unsafe { alloc::dealloc(self.0.ptr.as_ptr() as *mut u8, layout) };
+                }
+            }
+        }
+        let free = Free(self);
+        // SAFETY: `at <= len`, so the range lies in the allocation (or is
+        // empty); its values are initialized and dropped once, here.
+        unsafe {
+            let start = free.0.ptr.as_ptr().add(at);
+            std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(start, free.0.len - at));
         }
     }
 }
 
 impl<T> Drop for Slots<T> {
     fn drop(&mut self) {
-        // SAFETY: the values are initialized and dropped once, here; the
-        // array is freed once, after them.
-        unsafe {
-            std::ptr::drop_in_place(&mut **self as *mut [T]);
-            self.free();
-        }
+        // SAFETY: every value is still in place; `self` is being dropped.
+        unsafe { self.drop_from(0) }
     }
 }
 
@@ -163,14 +174,9 @@ impl<T> Iterator for IntoIter<T> {
 
 impl<T> Drop for IntoIter<T> {
     fn drop(&mut self) {
-        let rest = &mut self.slots[self.at..] as *mut [T];
-        // SAFETY: the slots from `at` on still hold their values, dropped
-        // once here; those before were moved out. The array is then freed
-        // once, and `slots` (a `ManuallyDrop`) is not dropped again.
-        unsafe {
-            std::ptr::drop_in_place(rest);
-            self.slots.free();
-        }
+        // SAFETY: `at <= len`; the values before `at` were moved out by
+        // `next`; `slots` is a `ManuallyDrop`, never dropped again.
+        unsafe { self.slots.drop_from(self.at) }
     }
 }
 
@@ -221,28 +227,33 @@ mod tests {
         }
     }
 
+    /// Counts its drops.
+    struct Counted<'a>(&'a std::cell::Cell<usize>, usize);
+    impl Drop for Counted<'_> {
+        fn drop(&mut self) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+
     #[test]
     fn values_move_out_in_order_and_the_rest_drop_once() {
-        use std::rc::Rc;
-        let counted = Rc::new(());
-        let mut s = Slots::<Option<(Rc<()>, usize)>>::new(100);
+        let drops = std::cell::Cell::new(0);
+        let mut s = Slots::<Option<Counted<'_>>>::new(100);
         for (i, slot) in s.iter_mut().enumerate().filter(|(i, _)| i % 3 == 0) {
-            *slot = Some((Rc::clone(&counted), i));
+            *slot = Some(Counted(&drops, i));
         }
-        assert_eq!(Rc::strong_count(&counted), 35);
         let mut values = s.into_iter();
-        let first: Vec<usize> = values.by_ref().take(10).flatten().map(|(_, i)| i).collect();
+        let first: Vec<usize> = values.by_ref().take(10).flatten().map(|c| c.1).collect();
         assert_eq!(first, [0, 3, 6, 9]);
         assert_eq!(values.size_hint(), (90, Some(90)));
-        // The four moved out are dropped by now; the 31 left drop with the
+        // The four moved out are dropped by now; the 30 left drop with the
         // iterator, each once.
-        assert_eq!(Rc::strong_count(&counted), 31);
+        assert_eq!(drops.get(), 4);
         drop(values);
-        assert_eq!(Rc::strong_count(&counted), 1);
-        let all: Vec<usize> = Slots::<Option<usize>>::new(4)
-            .into_iter()
-            .flatten()
-            .collect();
-        assert!(all.is_empty());
+        assert_eq!(drops.get(), 34);
+        // Empty arrays, moved out whole or not at all.
+        assert_eq!(Slots::<Option<Counted<'_>>>::new(0).into_iter().count(), 0);
+        drop(Slots::<Option<Counted<'_>>>::new(0).into_iter());
+        assert_eq!(drops.get(), 34);
     }
 }
