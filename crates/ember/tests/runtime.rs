@@ -588,14 +588,11 @@ fn a_declared_key_order_sorts_as_the_comparator_does() {
         })
         .collect();
     let text = words.join(" ");
-    let mut want: Vec<(Vec<u8>, u64)> = Vec::new();
+    let mut counts = std::collections::BTreeMap::<Vec<u8>, u64>::new();
     for w in &words {
-        match want.iter_mut().find(|(k, _)| k == w.as_bytes()) {
-            Some((_, n)) => *n += 1,
-            None => want.push((w.as_bytes().to_vec(), 1)),
-        }
+        *counts.entry(w.as_bytes().to_vec()).or_default() += 1;
     }
-    want.sort();
+    let want: Vec<(Vec<u8>, u64)> = counts.into_iter().collect();
     let got = |rt: &Runtime, job: &Words, top: Option<usize>| {
         let mut opts = RunOptions::default().split_size(2048);
         if let Some(k) = top {
