@@ -156,7 +156,7 @@ impl Combiner<DocId> for Postings {
         mut values: Values<'_, DocId>,
         reduce: impl FnOnce(PostingList) -> O,
     ) -> O {
-        // Copied whole (a `collect` moved them one at a time).
+        // Copied whole (a `collect` would move them one at a time).
         let mut ids = values.as_mut_slice().to_vec();
         ids.dedup();
         let last = *ids.last().expect("a key has at least one value");
@@ -375,9 +375,9 @@ impl Job for InvertedIndex<'_> {
     }
 
     fn reduce(&self, _word: &Bytes, list: PostingList) -> Vec<DocId> {
-        // One sorted run per split that held the word, in the order the
-        // workers mapped them: most often already in order (a rare word's
-        // one run), which the check finds without the sort's setup; else
+        // Sorted runs (a worker's ids, in its emission order), joined in
+        // no guaranteed order: most often one run, already in order (a rare
+        // word's), which the check finds without the sort's setup; else
         // the stable sort merges the runs rather than re-sorting.
         let mut ids = list.into_ids();
         if !ids.is_sorted() {

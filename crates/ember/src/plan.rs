@@ -231,7 +231,7 @@ pub(crate) struct Request {
 struct Footprint {
     /// A (key, value) pair appended.
     appended: usize,
-    /// A (key number, value) pair, its two parts in two arrays.
+    /// A (key number, value) pair: one array entry, padding included.
     numbered: usize,
     /// A key table's slot; tables are a half to 70% full.
     key_slot: usize,

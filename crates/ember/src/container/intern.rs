@@ -28,8 +28,8 @@ pub(crate) struct Numbered<K, V> {
     keys: Table<K, u32>,
     /// Each pair as its key's number and its value, in emission order. One
     /// array, so that an emit writes one stream (as two, an inverted
-    /// index's 256 partitions kept 512 open). A value aligned to 8 bytes
-    /// pads the pair to 16 bytes.
+    /// index's 256 partitions kept 512 open). The number is padded to the
+    /// value's alignment (a `u64` value: 16 bytes a pair, not 12).
     pairs: Vec<(u32, V)>,
 }
 
@@ -106,7 +106,7 @@ impl<K: Key, V, C> Emit<K, V> for InternContainer<K, V, C> {
             keys,
             &mut self.parts[..],
             prefetch_slot,
-            // Forced inline: left to itself, the compiler called it per key.
+            // Forced inline: without it the compiler calls it per key.
             #[inline(always)]
             |parts, p, hash| push(parts, p, hash, value.clone()),
         );
@@ -121,7 +121,7 @@ impl<K: Key, V, C> Emit<K, V> for InternContainer<K, V, C> {
             probes,
             &mut self.parts[..],
             prefetch_slot,
-            // Forced inline: left to itself, the compiler called it per key.
+            // Forced inline: without it the compiler calls it per key.
             #[inline(always)]
             |parts, p, hash| push(parts, p, hash, value.clone()),
         );
