@@ -1,7 +1,7 @@
 //! No allocation sized by untrusted input (issue #22, point 3), measured:
 //! a counting global allocator records the largest single allocation while
 //! each refused input is read, and every one stays small, where the sizes
-//! the inputs claim run to 2^40 bytes and beyond. `tests/untrusted_sizes.rs`
+//! the inputs claim run to 2^40 bytes and beyond. `suite/untrusted_sizes.rs`
 //! checks the errors' words; this binary holds one test, so that no other
 //! test's allocations are counted.
 

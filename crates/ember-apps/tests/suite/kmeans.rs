@@ -1,8 +1,8 @@
 //! k-means: ember equals the sequential implementation exactly, for any
 //! thread count and split size; malformed input is refused clearly.
 
-mod grid;
-mod numeric;
+use crate::grid;
+use crate::numeric;
 
 use ember::{ContainerKind, Error, RunOptions, Runtime};
 use ember_apps::kmeans::{self, Params};

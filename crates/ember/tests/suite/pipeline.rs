@@ -13,8 +13,7 @@ use ember::{
 use ember::stats::{ModeReason, RunMode};
 use ember::tune::{Mode, PipelineOptions};
 
-#[path = "support/modes.rs"]
-mod modes;
+use crate::modes;
 use modes::{assert_modes_agree, options, within};
 
 /// A byte histogram: how often each byte value occurs, folded by the

@@ -9,8 +9,7 @@ use ember::{
     Emit, Error, Input, Job, MapOnlyJob, MapResult, Phase, RunOptions, Runtime, Split, Sum,
 };
 
-#[path = "support/tally.rs"]
-mod tally;
+use crate::tally;
 use tally::{keyed, Tally, FEW, RECORDS, UNIQUE};
 
 /// Counts bytes; records which threads ran map; panics on demand.
@@ -213,9 +212,12 @@ fn a_file_the_os_will_not_open_is_an_io_error_naming_it() {
         return;
     }
     const NOBODY: u32 = 65534;
-    let test = "a_file_the_os_will_not_open_is_an_io_error_naming_it";
+    let test = crate::test_name(
+        module_path!(),
+        "a_file_the_os_will_not_open_is_an_io_error_naming_it",
+    );
     let child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--test-threads=1"])
+        .args([&test, "--exact", "--test-threads=1"])
         .uid(NOBODY)
         .gid(NOBODY)
         .output()

@@ -11,8 +11,7 @@ use ember::trace::{Span, SpanKind, Track};
 use ember::tune::Mode;
 use ember::{ContainerKind, Input, KeyHint, Phase, Progress, RunOptions, Runtime, Stats, Trace};
 
-#[path = "support/tally.rs"]
-mod tally;
+use crate::tally;
 use tally::{keyed, Tally, FEW};
 
 fn tally() -> Tally {

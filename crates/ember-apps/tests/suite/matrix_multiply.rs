@@ -3,7 +3,7 @@
 //! mismatched or malformed input is refused clearly; the inputs are never
 //! written.
 
-mod numeric;
+use crate::numeric;
 
 use ember::Runtime;
 use ember_apps::matrix::Matrix;

@@ -1,7 +1,7 @@
 //! Linear regression on ember equals the sequential sums and fit; an odd
 //! file length is an error.
 
-mod grid;
+use crate::grid;
 
 use ember::{Error, Runtime};
 use ember_apps::linear_regression::{self, PointsSpec};

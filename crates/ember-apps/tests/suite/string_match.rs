@@ -1,7 +1,7 @@
 //! String match on ember equals the sequential match; bad target words give
 //! clear errors.
 
-mod grid;
+use crate::grid;
 
 use ember::{Error, Runtime};
 use ember_apps::string_match::{self, KeysSpec, Targets, PLANTS_PER_WORD};

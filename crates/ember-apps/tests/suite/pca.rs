@@ -2,8 +2,8 @@
 //! exactly, for any thread count and split size; malformed input is refused
 //! clearly.
 
-mod grid;
-mod numeric;
+use crate::grid;
+use crate::numeric;
 
 use ember::{ContainerKind, RunOptions, Runtime};
 use ember_apps::matrix::Matrix;

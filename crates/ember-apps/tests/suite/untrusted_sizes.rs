@@ -3,13 +3,13 @@
 //! product overflows, is `Error::InvalidInput` naming what is wrong,
 //! returned at once. Every claim here is far beyond this machine's memory
 //! (2^40 bytes and up): a test that passes at all allocated none of it;
-//! `tests/untrusted_alloc.rs` measures the largest allocation made.
+//! `../untrusted_alloc.rs` measures the largest allocation made.
 //!
 //! Already covered elsewhere, not repeated: a matrix header of 2^32 x 2^32
 //! (overflows u64), of u64::MAX x 2 and of 2^20 x 2^20 over an empty body
 //! (`matrix.rs` unit tests); a BMP cut short and a BMP of width 0
-//! (`tests/histogram.rs`); a sort input that is not whole records
-//! (`tests/sort.rs`).
+//! (`histogram.rs`); a sort input that is not whole records
+//! (`sort.rs`).
 
 use ember::{Error, Input, RunOptions, Runtime};
 use ember_apps::histogram::{self, BmpSpec};

@@ -1,7 +1,7 @@
 //! Histogram on ember equals the sequential histogram; malformed BMPs give
 //! clear errors.
 
-mod grid;
+use crate::grid;
 
 use ember::{Error, Runtime};
 use ember_apps::histogram::{self, Bmp, BmpSpec, KEYS};

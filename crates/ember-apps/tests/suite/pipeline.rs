@@ -15,8 +15,7 @@ use ember_apps::sort;
 use ember_apps::text::{text, TextSpec};
 use ember_apps::wordcount::{sequential, WordCount};
 
-#[path = "../../ember/tests/support/modes.rs"]
-mod modes;
+use crate::modes;
 use modes::{assert_falls_back, assert_modes_agree, assert_runs_agree, options, run_mode};
 
 fn corpus(size: u64, vocab: usize, seed: u64) -> Vec<u8> {

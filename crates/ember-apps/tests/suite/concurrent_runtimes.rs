@@ -2,7 +2,7 @@
 //! threads (every workload, and the failing runs between them), give the
 //! sequential oracles' results.
 
-mod workloads;
+use crate::workloads;
 
 use std::sync::Barrier;
 

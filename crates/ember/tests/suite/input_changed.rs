@@ -255,8 +255,9 @@ fn a_foreign_sigbus_still_kills() {
         foreign_sigbus();
     }
     let me = std::env::current_exe().unwrap();
+    let test = crate::test_name(module_path!(), "a_foreign_sigbus_still_kills");
     let out = std::process::Command::new(me)
-        .args(["--exact", "a_foreign_sigbus_still_kills", "--nocapture"])
+        .args(["--exact", &test, "--nocapture"])
         .env(CHILD, "1")
         .output()
         .unwrap();
