@@ -9,8 +9,8 @@ ratios, not seconds from different windows.
     scripts/paired.py -n 8 --vs 'target/release/ember-old wordcount F -o /tmp/b.txt' \
         -- target/release/ember wordcount F -o /tmp/a.txt
 
-The commands' output goes to /dev/null; a command that exits non-zero
-stops the run with its exit status and command. Uses only the standard
+The commands' output and error streams go to /dev/null; a command that
+exits non-zero stops the run with its exit status and command. Uses only the standard
 library (os.wait4 gives the child's own CPU times and peak RSS).
 """
 
@@ -26,7 +26,8 @@ import time
 def run_once(argv):
     """Runs argv once; returns (user, sys, wall, peak MiB)."""
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - start
     code = os.waitstatus_to_exitcode(status)
