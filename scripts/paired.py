@@ -10,8 +10,9 @@ ratios, not seconds from different windows.
         -- target/release/ember wordcount F -o /tmp/a.txt
 
 The commands' output and error streams go to /dev/null; a command that
-exits non-zero stops the run with its exit status and command. Uses only the standard
-library (os.wait4 gives the child's own CPU times and peak RSS).
+exits non-zero stops the run with its exit status and command. Uses only
+the standard library (os.wait4 gives the child's own CPU times and peak
+RSS).
 """
 
 import argparse
