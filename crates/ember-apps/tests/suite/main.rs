@@ -1,11 +1,10 @@
 //! The workloads' integration tests, as one test binary: each file of
 //! this folder is a module (the tests of one workload or one mode). One
 //! binary compiles the runtime's code for each job once, where a binary
-//! per file compiled it again in every file that runs that job (most of
-//! the test build's time). Tests that read process-wide state (the
-//! process's threads, memory or open files, a global allocator) and the
-//! NUMA tests the guest script runs by name stay binaries of their own
-//! beside this folder.
+//! per file compiled it again in every file that runs that job. Tests
+//! that read process-wide state (the process's threads, memory or open
+//! files, a global allocator) and the NUMA tests the guest script runs by
+//! name stay binaries of their own beside this folder.
 
 #[path = "../grid/mod.rs"]
 mod grid;

@@ -1,11 +1,10 @@
 //! The runtime's integration tests, as one test binary: each file of this
 //! folder is a module (the tests of one part of the runtime). One binary
 //! compiles the runtime's code for each test job once, where a binary per
-//! file compiled it again in every file (most of the test build's time).
-//! The isolation tests (their own harness, which re-runs the binary as a
-//! worker), the memcheck test (run alone under valgrind) and the NUMA
-//! tests (run by name in the NUMA guests) stay binaries of their own
-//! beside this folder.
+//! file compiled it again in every file. The isolation tests (their own
+//! harness, which re-runs the binary as a worker), the memcheck test (run
+//! alone under valgrind) and the NUMA tests (run by name in the NUMA
+//! guests) stay binaries of their own beside this folder.
 
 #[path = "../support/modes.rs"]
 mod modes;
