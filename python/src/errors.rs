@@ -79,34 +79,3 @@ pub(crate) fn panicked(payload: Box<dyn Any + Send>) -> PyErr {
     };
     EmberError::new_err(format!("internal error: {what}"))
 }
-
-/// A job whose `map` panics: what `_panic_for_tests` runs on a worker.
-struct Panics;
-
-impl ember::Job for Panics {
-    type Key = u8;
-    type Value = u64;
-    type Combiner = ember::Sum;
-    type Out = u64;
-    fn map<E: ember::Emit<u8, u64>>(&self, _: ember::Split<'_>, _: &mut E) -> ember::MapResult {
-        panic!("a test panic on a worker")
-    }
-    fn reduce(&self, _: &u8, n: u64) -> u64 {
-        n
-    }
-}
-
-/// For the tests: panics in Rust, on the calling thread or on one of
-/// `rt`'s workers (in a job's `map`), to show that the interpreter goes on
-/// and raises `EmberError`.
-#[pyo3::pyfunction]
-pub(crate) fn _panic_for_tests(py: pyo3::Python<'_>, on_worker: bool) -> pyo3::PyResult<()> {
-    crate::call::detached(py, None, || {
-        if !on_worker {
-            panic!("a test panic on the calling thread");
-        }
-        let rt = ember::Runtime::builder().threads(1).build()?;
-        rt.run(&Panics, &ember::Input::bytes(b"x\n"))?;
-        Ok(())
-    })
-}

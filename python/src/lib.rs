@@ -200,7 +200,7 @@ fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRuntime>()?;
     m.add("EmberError", m.py().get_type::<errors::EmberError>())?;
     m.add_function(wrap_pyfunction!(document_paths, m)?)?;
-    m.add_function(wrap_pyfunction!(errors::_panic_for_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(call::_panic_for_tests, m)?)?;
     m.add(
         "STRING_MATCH_TARGETS",
         ember_apps::string_match::DEFAULT_TARGETS.to_vec(),

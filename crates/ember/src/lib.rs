@@ -49,6 +49,7 @@ mod container;
 mod derive;
 mod error;
 mod guard;
+mod hint;
 mod ingest;
 mod input;
 pub mod isolate;
@@ -112,23 +113,8 @@ pub mod tune {
 /// random.
 pub mod plumbing {
     pub use crate::combine::Values;
+    pub use crate::hint::prefetch;
     pub use crate::job::{ReducedOf, StateOf};
     pub use crate::key::{BytesProbe, KeyHasher, TupleView2, TupleView3, INLINE_KEY_BYTES};
     pub use crate::pool::page_node;
-
-    /// Asks the CPU to bring the cache line at `p` in ahead of a read: for
-    /// map functions and gathers that read memory at random, a few items
-    /// ahead of the one they work on. A hint only: it never faults,
-    /// whatever `p` is.
-    #[inline(always)]
-    pub fn prefetch<T>(p: *const T) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: prefetching is a hint with no architectural effect: it
-        // never faults, even on an invalid address.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = p;
-    }
 }

@@ -302,8 +302,8 @@ impl Sort<'_, '_> {
         let at = |k: u128| k as u32 as usize * len;
         for (j, (dst, &k)) in out.chunks_exact_mut(len).zip(keys).enumerate() {
             if let Some(&ahead) = keys.get(j + GATHER_AHEAD) {
-                crate::plumbing::prefetch(self.data[at(ahead)..].as_ptr());
-                crate::plumbing::prefetch(self.data[at(ahead) + len - 1..].as_ptr());
+                crate::hint::prefetch(self.data[at(ahead)..].as_ptr());
+                crate::hint::prefetch(self.data[at(ahead) + len - 1..].as_ptr());
             }
             dst.copy_from_slice(&self.data[at(k)..at(k) + len]);
         }

@@ -68,7 +68,7 @@ impl<K: Key, S> Table<K, S> {
             .slots
             .as_ptr()
             .wrapping_add(hash as usize & self.mask());
-        crate::plumbing::prefetch(slot);
+        crate::hint::prefetch(slot);
     }
 
     /// Folds `value` into the state of the probed key, inserting the key

@@ -42,6 +42,7 @@
 
 mod merge;
 mod partition;
+mod protocol;
 mod registered;
 mod shared;
 mod spawn;
@@ -54,14 +55,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 pub use crate::runtime::Isolation;
+pub use protocol::{ATTEMPT_ENV, FIRST_LINE_ENV};
 pub use shared::SharedInput;
 pub use spawn::{kill_workers, wait_exited};
-pub use worker::{worker_hook, ATTEMPT_ENV};
-
-/// Set in a map worker's environment, for a job that numbers lines
-/// ([`StreamJob::numbers_lines`](crate::stream::StreamJob::numbers_lines)),
-/// to the index of its split's first line over all the run's files.
-pub const FIRST_LINE_ENV: &str = "ember_map_input_first_line";
+pub use worker::worker_hook;
 
 use crate::error::{Error, Result};
 use crate::stream::Registry;
@@ -274,7 +271,7 @@ fn partitions(channels: &[spawn::Channel], workers: usize) -> Result<Vec<tasks::
     let count = ranges.len();
     let partitions = ranges.into_iter().enumerate().map(|(index, parts)| {
         let runs = channels.iter().zip(parts).filter(|(_, r)| !r.is_empty());
-        let runs = runs.map(|(channel, r)| tasks::Run {
+        let runs = runs.map(|(channel, r)| protocol::Run {
             fd: channel.fd(),
             start: r.start,
             end: r.end,

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
-use super::worker::{ATTEMPT_ENV, PROTOCOL, WORKER_ENV};
+use super::protocol::{ATTEMPT_ENV, JOB_FAILED, PROTOCOL, WORKER_ENV};
 use crate::error::{Death, Error, Result};
 use crate::stream::Role;
 
@@ -266,8 +266,7 @@ pub fn wait_exited(pid: libc::pid_t) -> io::Result<()> {
 pub(super) enum Exit {
     /// Status 0: the task is done.
     Done,
-    /// Status [`super::worker::JOB_FAILED`]: the job's error is in the
-    /// channel.
+    /// Status [`JOB_FAILED`]: the job's error is in the channel.
     JobFailed,
     /// Anything else.
     Died(Death),
@@ -295,7 +294,7 @@ pub(super) fn reap(pid: libc::pid_t, kill: bool) -> (Exit, libc::rusage) {
     } else {
         match libc::WEXITSTATUS(status) {
             0 => Exit::Done,
-            super::worker::JOB_FAILED => Exit::JobFailed,
+            JOB_FAILED => Exit::JobFailed,
             code => Exit::Died(Death::Status(code)),
         }
     };

@@ -2,13 +2,13 @@
 //! how each is started, named in the stats, and named in an error.
 
 use std::ffi::OsString;
-use std::os::fd::RawFd;
 
+use super::protocol::{Run, FIRST_LINE_ENV};
 use super::shared;
 use super::spawn::Spec;
 use super::splits::Split;
 use super::supervise::Assignment;
-use super::{Task, FIRST_LINE_ENV};
+use super::Task;
 use crate::error::{Death, Error};
 use crate::stream::Role;
 
@@ -67,36 +67,6 @@ impl Assignment for Split {
     }
 }
 
-/// A byte range of one map channel: the lines of a key range that one
-/// mapper wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Run {
-    /// The channel, a descriptor of the parent that the reduce worker
-    /// inherits.
-    pub(super) fd: RawFd,
-    pub(super) start: usize,
-    pub(super) end: usize,
-}
-
-impl Run {
-    /// The argument that names the run to a reduce worker: `FD:START:END`.
-    fn arg(&self) -> OsString {
-        format!("{}:{}:{}", self.fd, self.start, self.end).into()
-    }
-
-    /// A run from its argument.
-    pub(super) fn parse(arg: &str) -> Option<Run> {
-        let mut parts = arg.split(':').map(str::parse::<usize>);
-        let (fd, start, end) = (
-            parts.next()?.ok()?,
-            parts.next()?.ok()?,
-            parts.next()?.ok()?,
-        );
-        let fd = RawFd::try_from(fd).ok()?;
-        (parts.next().is_none() && start <= end).then_some(Run { fd, start, end })
-    }
-}
-
 /// A key range of the run's keys, reduced by one worker: its index among
 /// the ranges (in key order) and its lines in each map channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,23 +108,5 @@ impl Assignment for Partition {
             self.index + 1,
             self.count
         ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_run_reads_back_from_its_argument() {
-        let run = Run {
-            fd: 7,
-            start: 10,
-            end: 4096,
-        };
-        assert_eq!(Run::parse(run.arg().to_str().unwrap()), Some(run));
-        for bad in ["7:10", "7:10:4096:1", "x:1:2", "7:9:8", "-1:0:0"] {
-            assert_eq!(Run::parse(bad), None, "{bad}");
-        }
     }
 }

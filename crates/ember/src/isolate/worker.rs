@@ -1,17 +1,7 @@
 //! The worker roles: a process started by [`super::run`] maps one split
 //! and writes its partial aggregates to the channel its parent gave it, or
-//! reduces one key range of the map channels and writes its output there.
-//!
-//! The protocol: the environment variable [`WORKER_ENV`] holds
-//! [`PROTOCOL`]; the arguments are the role (`map` or `reduce`), the job's
-//! name, the output channel's descriptor (left open across `exec`), the
-//! role's arguments, then the job's arguments. A map's are the file and
-//! the split's start and end; a reduce's the number of runs it merges,
-//! then each run as `FD:START:END`, a byte range of a map channel the
-//! parent left open for it. A worker exits 0 when its task is done, and
-//! [`JOB_FAILED`] with the job's error message in the channel (in place of
-//! its output) when the job returned an error; anything else (a signal,
-//! another status) is a death, which the parent may retry.
+//! reduces one key range of the map channels and writes its output there,
+//! as [`super::protocol`] says.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -21,25 +11,15 @@ use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 
 use super::merge;
-use super::tasks::Run;
+use super::protocol::{Run, JOB_FAILED, PROTOCOL, WORKER_ENV};
 use crate::error::{Error, Result};
 use crate::input::Input;
 use crate::options::RunOptions;
 use crate::runtime::Runtime;
 use crate::stream::{Registry, Role, StreamJob};
 
-/// Set (to [`PROTOCOL`]) in a worker's environment, and only there.
-pub(super) const WORKER_ENV: &str = "EMBER_ISOLATE_WORKER";
-/// The protocol's version: a worker of another build of the program
-/// refuses to run rather than misread its arguments.
-pub(super) const PROTOCOL: &str = "2";
-/// A worker's exit status when the job returned an error.
-pub(super) const JOB_FAILED: i32 = 3;
 /// A worker's exit status when it was started wrongly.
 const MISUSED: i32 = 2;
-/// Set in a worker's environment to its attempt at the split: `0` for the
-/// first, `1` for the first retry, ... (Hadoop's task attempt).
-pub const ATTEMPT_ENV: &str = "EMBER_ISOLATE_ATTEMPT";
 
 /// Turns this process into an isolated map or reduce worker, if
 /// [`super::run`] started it as one, and then exits; else returns at once.

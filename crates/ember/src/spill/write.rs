@@ -196,11 +196,11 @@ impl<K> Writer<K> {
         for (j, &(_, i)) in order.iter().enumerate() {
             if let Some(&(_, ahead)) = order.get(j + PREFETCH_AHEAD) {
                 let at: *const (K, S) = &entries[ahead];
-                crate::plumbing::prefetch(at);
+                crate::hint::prefetch(at);
                 let last = at
                     .cast::<u8>()
                     .wrapping_add(std::mem::size_of::<(K, S)>().saturating_sub(1));
-                crate::plumbing::prefetch(last);
+                crate::hint::prefetch(last);
             }
             let (k, s) = &entries[i];
             self.push(k, s, codec)?;
