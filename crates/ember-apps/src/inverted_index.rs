@@ -74,7 +74,8 @@ pub struct PostingList {
     /// The last id added, kept beside the list, in the hash table entry
     /// the insert has already loaded: checking it costs no access to the
     /// list's heap buffer, which is a cache miss for all but the frequent
-    /// words (profiled: that load took 38% of the run time).
+    /// words (profiling showed that load as a large share of the run's
+    /// time; `ember-bench inverted-index` measures the run).
     last: DocId,
     /// The ids, in the order they were added.
     ids: Vec<DocId>,
@@ -216,7 +217,8 @@ impl MapOnlyJob for CountNewlines {
 }
 
 /// The `\n` bytes in `data`, counted with `memchr`'s vector search
-/// (a plain `filter().count()` compiled to a loop four times slower).
+/// (a plain `filter().count()` compiles, without a target CPU, to a much
+/// slower loop; docs/measurements.md, "Inverted index").
 fn count_newlines(data: &[u8]) -> u64 {
     memchr::memchr_iter(b'\n', data).count() as u64
 }

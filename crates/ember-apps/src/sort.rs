@@ -395,9 +395,9 @@ impl Job for RangeJob<'_> {
 /// size, the input is cut into 4 splits per thread (of at least
 /// [`MIN_SPLIT`] bytes), so that few, large pieces reach each range.
 ///
-/// Measured on 1 GB, 2 threads, against the map-side sort and p-way merge
-/// of [`sort_order_input`]: see the README (`ember bench sort` and
-/// `ember bench merge`).
+/// `ember-bench sort` and `ember-bench merge` measure it against the
+/// map-side sort and p-way merge of [`sort_order_input`]
+/// (docs/measurements.md).
 pub fn sort_order(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<Order> {
     check_records(data)?;
     let ranges = Ranges::sample(data, 8 * rt.threads());
@@ -429,9 +429,8 @@ pub fn sort_order(rt: &Runtime, data: &[u8], opts: &RunOptions) -> Result<Order>
 /// [`RUNS_PER_THREAD`] splits per thread (of at least [`MIN_SPLIT`] bytes)
 /// rather than the runtime's default of at most 4 MiB: every split is one
 /// sorted run, and the p-way merge's tree compares each pair once per
-/// doubling of the runs (measured on 1 GB, 2 threads: 16 runs, merge
-/// 0.27-0.28 s, total 0.47-0.51 s; 4 runs, merge 0.15 s, total
-/// 0.41-0.44 s), while 2 splits per thread still balance the map.
+/// doubling of the runs, so fewer runs merge faster, while 2 splits per
+/// thread still balance the map (docs/measurements.md, "Sort").
 pub fn sort_order_input(rt: &Runtime, input: &Input<'_>, opts: &RunOptions) -> Result<Order> {
     if input.parts() != 1 {
         return Err(Error::InvalidInput(format!(

@@ -384,9 +384,8 @@ pub(crate) struct SplitRange {
 /// does, so a worker that picks up a slow split last holds every other
 /// worker idle for up to a whole split; with small final tasks the others
 /// keep taking pieces while it finishes, and the wait is at most a piece.
-/// Measured (`ember bench pipeline --cases skewed`, 2 threads, 5% of the
-/// splits 19x as costly, at the end of the input): barrier 0.87-1.02 s
-/// without, 0.78 s with; pipelined 0.86-1.03 s without, 0.77 s with.
+/// `ember-bench pipeline --cases skewed` measures it (an input whose last
+/// splits cost most to map; docs/measurements.md).
 const TAIL_SPLITS_PER_WORKER: usize = 4;
 /// See [`TAIL_SPLITS_PER_WORKER`].
 const TAIL_PIECES: usize = 4;

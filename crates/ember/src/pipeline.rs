@@ -78,9 +78,10 @@
 //! mapping. It loses where the barrier's containers are at their best: few
 //! keys (a table that stays in cache, or the array container for dense
 //! keys), unique keys (the barrier only appends), and one thread (nothing
-//! to overlap). On the inputs measured so far it has not been faster than
-//! the barrier (`docs/measurements.md`), so [`Mode::Auto`](crate::tune::Mode)
-//! keeps the barrier and only an explicit `Mode::Pipelined` pipelines.
+//! to overlap). `ember-bench pipeline` runs both modes on the same inputs
+//! (docs/measurements.md); pipelining has not been faster there, so
+//! [`Mode::Auto`](crate::tune::Mode) keeps the barrier and only an explicit
+//! `Mode::Pipelined` pipelines.
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -103,7 +104,7 @@ mod worker;
 /// Default size of one append buffer: 64 KiB (combining buffers grow up to
 /// their share of the bound instead, see [`PipelineOptions::buffer_bytes`]).
 /// No size from 16 KiB to 1 MiB measured clearly better on word count
-/// (`ember bench pipeline --buffer`); 64 KiB keeps a mapper's `T` buffers
+/// (`ember-bench pipeline --buffer`); 64 KiB keeps a mapper's `T` buffers
 /// within its L2 cache up to `T = 32`. Buffers shrink to fit the
 /// bound's minimum of `T x (T + 1)` buffers: 32 KiB at `T = 64` under the
 /// default bound.

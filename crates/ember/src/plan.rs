@@ -29,7 +29,7 @@ const APPEND_PAIRS_PER_PARTITION: u64 = 1 << 17;
 const MAX_APPEND_PARTITIONS: usize = 1 << 10;
 /// Pairs per distinct key below which the append container wins, for a
 /// combiner that folds values (sums) and for one that keeps them (lists);
-/// measured with `ember bench containers`.
+/// measured with `ember-bench containers`.
 const APPEND_BELOW_REPEATS: f64 = 2.0;
 const APPEND_BELOW_REPEATS_UNFOLDED: f64 = 16.0;
 /// Where keys repeat little, the intern container is picked over append
@@ -44,8 +44,8 @@ const INTERN_AT_MOST: (usize, usize) = (2, 3);
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Mode {
-    /// The runtime chooses. It picks the barrier: on the inputs measured so
-    /// far (`ember bench pipeline`, 2 cores) pipelining was not faster.
+    /// The runtime chooses. It picks the barrier: pipelining has not
+    /// measured faster than it (`ember-bench pipeline`; docs/measurements.md).
     #[default]
     Auto,
     /// Reduce starts when the last map task has finished (Phoenix, Metis).

@@ -28,11 +28,11 @@
 //! when the workers exactly fill the allowed set would still pin by
 //! default (the default worker count is that set's size).
 //!
-//! Measured on a 2-CPU machine shared with other compute-bound work (PCA,
-//! k-means and matrix multiply, 2 threads, pinned and unpinned runs
-//! alternated): unpinned was as fast or faster in every median; run at the
-//! highest priority (near-exclusive CPUs) the two were within noise, and
-//! two concurrent 2-thread processes finished within noise either way.
+//! Pinned and unpinned runs of PCA, k-means and matrix multiply,
+//! alternated (docs/measurements.md, "Experiments measured and not kept"):
+//! on CPUs shared with other compute-bound work unpinned was as fast or
+//! faster; on near-exclusive CPUs, and for two concurrent processes, the
+//! two were within noise.
 //! Pinning is for a machine or cpuset given to one runtime: restrict the
 //! process (`taskset`, a cgroup cpuset) to the CPUs it should use and pin
 //! within them.
