@@ -9,7 +9,7 @@
 #     of at least 75% aware (blind, printed for comparison);
 #   - crates/ember-apps/tests/numa.rs --ignored: every workload's output
 #     equal to its sequential oracle's on the machine's own topology;
-#   - with --bench, `ember bench numa --machine` (aware vs blind: hit
+#   - with --bench, `ember-bench numa --machine` (aware vs blind: hit
 #     rates, steals, times; a VM on one physical node shows no latency
 #     difference, so the times are not the claim).
 # The guest's /init prints the results on the serial console and powers
@@ -23,7 +23,7 @@
 #              the guests; no bench
 #   --release  build and boot release binaries (default: the test
 #              profile's, built for the two test binaries alone)
-#   --bench    also run `ember bench numa --machine --size 16MiB --runs 3`
+#   --bench    also run `ember-bench numa --machine --size 16MiB --runs 3`
 #              in each guest (implies --release)
 #
 # Installs what is missing (apt-get: qemu-system-x86, busybox-static, cpio)
@@ -84,7 +84,7 @@ if [ ! -f "$cache/vmlinuz" ]; then
 fi
 echo "test-numa-vm.sh: tools and kernel ready after $(($(date +%s) - start)) s"
 
-# 3. The binaries: the two NUMA test binaries (and the CLI for --bench).
+# 3. The binaries: the two NUMA test binaries (and ember-bench for --bench).
 built=$(date +%s)
 flag=(-p ember --test numa -p ember-apps --test numa)
 [ "$profile" = release ] && flag+=(--release)
@@ -102,7 +102,7 @@ ember_numa=$(echo "$tests" | sed -n 's/^ember=//p')
 apps_numa=$(echo "$tests" | sed -n 's/^apps=//p')
 [ -x "$ember_numa" ] && [ -x "$apps_numa" ] || { echo "test-numa-vm.sh: test binaries not built" >&2; exit 1; }
 if [ "$bench" = 1 ]; then
-  cargo build --release --locked -p ember-cli
+  cargo build --release --locked -p ember-bench
 fi
 echo "test-numa-vm.sh: binaries ready in $(($(date +%s) - built)) s"
 
@@ -115,7 +115,7 @@ for cmd in sh mount mkdir cat echo poweroff grep; do ln -s busybox "$root/bin/$c
 mknod -m 600 "$root/dev/console" c 5 1 2>/dev/null || true
 cp "$ember_numa" "$root/t/ember-numa"
 cp "$apps_numa" "$root/t/apps-numa"
-[ "$bench" = 1 ] && cp "$target/release/ember" "$root/t/ember"
+[ "$bench" = 1 ] && cp "$target/release/ember-bench" "$root/t/ember-bench"
 # Debug info is most of their size; the guest needs none of it.
 strip "$root"/t/* 2>/dev/null || true
 for bin in "$root"/t/*; do
@@ -139,8 +139,8 @@ done
 ok=1
 /t/ember-numa --ignored --test-threads=1 --nocapture || ok=0
 /t/apps-numa --ignored --test-threads=1 || ok=0
-if [ -x /t/ember ]; then
-  /t/ember bench numa --machine --size 16MiB --runs 3 || ok=0
+if [ -x /t/ember-bench ]; then
+  /t/ember-bench numa --machine --size 16MiB --runs 3 || ok=0
 fi
 echo "NUMA-VM-RESULT \$ok"
 poweroff -f

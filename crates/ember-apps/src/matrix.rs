@@ -8,7 +8,7 @@
 
 use std::io::{self, Write};
 
-use ember::{Error, Result};
+use ember::{Error, Input, Result};
 use rand::Rng;
 
 use crate::blocks;
@@ -92,6 +92,17 @@ impl<'a> Matrix<'a> {
             cols: cols as usize,
             data,
         })
+    }
+
+    /// Checks the matrix file `input` holds (in its first part, mapped or
+    /// in memory), named by it in errors.
+    ///
+    /// # Panics
+    ///
+    /// If `input` has no part.
+    pub fn from_input(input: &'a Input<'_>) -> Result<Self> {
+        let name = input.part_name(0).display().to_string();
+        Matrix::parse(input.part_bytes(0), &name)
     }
 
     /// Bytes per row.

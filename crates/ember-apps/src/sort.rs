@@ -171,8 +171,10 @@ impl MapOnlyJob for SortJob {
 /// the key in the top 80 bits, the index in the low 32.
 pub type Packed = u128;
 
+/// Packs record `index`'s key (its first [`KEY_LEN`] bytes) and its
+/// index into one [`Packed`].
 #[inline(always)]
-fn pack(record: &[u8], index: usize) -> Packed {
+pub fn pack(record: &[u8], index: usize) -> Packed {
     let mut k = [0u8; 16];
     k[..KEY_LEN].copy_from_slice(&record[..KEY_LEN]);
     // `check_records` bounds the index.

@@ -1,16 +1,16 @@
-//! What every subcommand shares: sizes, the runtime, stats output, the
-//! cache folder, error lines.
+//! What every subcommand shares: sizes, the runtime, stats output, error
+//! lines.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use ember::tune::Ingest;
 use ember::{Runtime, Stats};
+use ember_cli::output;
 
 use crate::hdfs;
-use crate::output;
 use crate::progress::progress_while;
 
 /// Options every job-running subcommand takes.
@@ -236,45 +236,9 @@ pub(crate) fn parse_ingest(s: &str) -> Result<ember::tune::Ingest, String> {
 /// parser is ember's, shared with the Python package).
 pub(crate) use ember::tune::parse_size;
 
-/// The folder generated inputs are cached in: `$EMBER_CACHE`, else
-/// `$XDG_CACHE_HOME/ember`, else `~/.cache/ember`, else `./.ember-cache`.
-pub(crate) fn cache_dir() -> Result<PathBuf> {
-    let dir = if let Some(d) = std::env::var_os("EMBER_CACHE") {
-        PathBuf::from(d)
-    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
-        PathBuf::from(d).join("ember")
-    } else if let Some(h) = std::env::var_os("HOME") {
-        PathBuf::from(h).join(".cache").join("ember")
-    } else {
-        PathBuf::from(".ember-cache")
-    };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create cache folder '{}'", dir.display()))?;
-    Ok(dir)
-}
-
-/// Makes `path` with `write` unless it exists (whole or not at all: see
-/// [`output`]).
-pub(crate) fn cached(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
-    if path.exists() {
-        return Ok(());
-    }
-    write_output(Some(path), write)
-}
-
 /// Writes to `path` (`-`: standard output) with `write`, if there is a
 /// path; a file appears only once complete (see [`output`]).
-pub(crate) fn write_output(
-    path: Option<&Path>,
-    write: impl FnOnce(&mut dyn Write) -> Result<()>,
-) -> Result<()> {
-    let Some(path) = path else {
-        return Ok(());
-    };
-    let mut w = output::create(path)?;
-    write(&mut w).with_context(|| format!("cannot write '{}'", path.display()))?;
-    w.finish()
-}
+pub(crate) use ember_cli::output::write_output;
 
 /// Where a command's summary goes: standard output, or standard error when
 /// the results themselves go to standard output (`-o -`), so that the two
@@ -305,20 +269,6 @@ pub(crate) fn one_line(e: &anyhow::Error) -> String {
         }
     }
     parts.join(": ")
-}
-
-/// Lets the process end quietly, as Unix tools do, when the reader of its
-/// standard output goes away (`ember wordcount ... -o - | head`): the Rust
-/// runtime ignores SIGPIPE, so every later write would fail instead, and a
-/// `println!` would panic.
-pub(crate) fn die_on_broken_pipe() {
-    #[cfg(unix)]
-    // SAFETY: called first in `main`, before any other thread exists, and
-    // setting a signal back to its default action has no other
-    // precondition.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
 }
 
 /// Panics in user code on worker threads come back from the runtime as

@@ -1,14 +1,13 @@
 //! `ember gen`: reproducible inputs for the workloads.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use ember_apps::text::{write_text, TextSpec};
+use ember_apps::text::TextSpec;
+use ember_cli::inputs;
 
 use crate::common::parse_size;
-use crate::genfile;
 
 /// The generators.
 #[derive(Subcommand)]
@@ -76,11 +75,7 @@ impl TextArgs {
 /// Runs a generator.
 pub(crate) fn run(g: Gen) -> Result<()> {
     match g {
-        Gen::Text(a) => {
-            let spec = a.spec()?;
-            let write = writer(&spec);
-            genfile::write_file(&a.out, spec.size, "generating text", &write)
-        }
+        Gen::Text(a) => inputs::text(&a.spec()?).write_to(&a.out),
         Gen::Histogram(a) => crate::histogram::gen(a),
         Gen::LinearRegression(a) => crate::linear_regression::gen(a),
         Gen::StringMatch(a) => crate::string_match::gen(a),
@@ -90,20 +85,4 @@ pub(crate) fn run(g: Gen) -> Result<()> {
         Gen::Pca(a) => crate::pca::gen(a),
         Gen::MatrixMultiply(a) => crate::matrix_multiply::gen(a),
     }
-}
-
-/// The generator of `spec`, for [`genfile`].
-fn writer(
-    spec: &TextSpec,
-) -> impl Fn(&mut dyn Write, &mut dyn FnMut(u64)) -> std::io::Result<()> + '_ {
-    move |mut w, p| write_text(spec, &mut w, p)
-}
-
-/// Generates (once) a cached text corpus and returns its path.
-pub(crate) fn cached_text(spec: &TextSpec) -> Result<PathBuf> {
-    let name = format!(
-        "text-{}-v{}-z{}-s{}.txt",
-        spec.size, spec.vocab, spec.zipf, spec.seed
-    );
-    genfile::cached_file(&name, spec.size, "generating text", &writer(spec))
 }

@@ -8,9 +8,9 @@ use clap::Args as ClapArgs;
 use ember::{Input, Stats};
 use ember_apps::histogram::{self, Bmp, BmpSpec, Counts, CHANNELS};
 use ember_apps::stream::ChannelValue;
+use ember_cli::inputs;
 
 use crate::common::{write_output, RunArgs};
-use crate::genfile;
 use crate::isolated::{self, IsolateArgs};
 
 /// `ember histogram`.
@@ -55,21 +55,9 @@ impl GenArgs {
     }
 }
 
-/// The generator of `spec`, for [`genfile`].
-fn writer(spec: BmpSpec) -> impl Fn(&mut dyn Write, &mut dyn FnMut(u64)) -> std::io::Result<()> {
-    move |mut w, p| histogram::write_bmp(&spec, &mut w, p)
-}
-
 /// Runs `ember gen histogram`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
-    let spec = a.spec();
-    genfile::write_file(&a.out, spec.file_len(), "generating BMP", &writer(spec))
-}
-
-/// Generates (once) a cached image and returns its path.
-pub(crate) fn cached(spec: BmpSpec) -> Result<PathBuf> {
-    let name = format!("bmp-{}x{}-s{}.bmp", spec.width, spec.height, spec.seed);
-    genfile::cached_file(&name, spec.file_len(), "generating BMP", &writer(spec))
+    inputs::bmp(a.spec()).write_to(&a.out)
 }
 
 /// Runs the job on a file, naming it in errors.

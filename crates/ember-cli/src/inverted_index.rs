@@ -1,25 +1,20 @@
 //! `ember inverted-index` and `ember gen docs`.
 
-use std::path::{Path, PathBuf};
-
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 use clap::Args as ClapArgs;
 use ember::{Bytes, Input, Runtime};
-use ember_apps::inverted_index::{
-    self, build_each, write_docs, DocId, Docs, IndexWriter, Streamed,
-};
+use ember_apps::inverted_index::{self, build_each, DocId, Docs, IndexWriter, Streamed};
 use ember_apps::stream::DocNames;
-use ember_apps::text::TextSpec;
+use ember_cli::{inputs, output};
 
-use crate::common::{cache_dir, write_output, RunArgs};
+use crate::common::{write_output, RunArgs};
 use crate::gen::TextArgs;
 use crate::isolated::{self, IsolateArgs, Isolated};
 use crate::lines;
-use crate::output;
-use crate::progress::bar as progress;
 
 /// `ember inverted-index`.
 #[derive(ClapArgs)]
@@ -253,38 +248,7 @@ fn build_streamed(
 
 /// Runs `ember gen docs`.
 pub(crate) fn gen(a: DocsArgs) -> Result<()> {
-    let spec = a.text.spec()?;
-    anyhow::ensure!(a.files > 0, "--files must be at least 1");
-    let bar = progress(spec.size, "generating documents");
-    write_docs(&spec, a.files, &a.text.out, |n| bar.set_position(n))
-        .with_context(|| format!("cannot write documents to '{}'", a.text.out.display()))?;
-    bar.finish_and_clear();
-    Ok(())
-}
-
-/// Generates (once) a cached folder of `files` documents and returns its
-/// path.
-pub(crate) fn cached_docs(spec: &TextSpec, files: usize) -> Result<PathBuf> {
-    let dir = cache_dir()?.join(format!(
-        "docs-{}-v{}-z{}-s{}-f{files}",
-        spec.size, spec.vocab, spec.zipf, spec.seed
-    ));
-    if !dir.exists() {
-        let tmp = dir.with_extension("partial");
-        let _ = std::fs::remove_dir_all(&tmp);
-        let bar = progress(spec.size, "generating documents (cached for next time)");
-        write_docs(spec, files, &tmp, |n| bar.set_position(n))
-            .with_context(|| format!("cannot write documents to '{}'", tmp.display()))?;
-        bar.finish_and_clear();
-        std::fs::rename(&tmp, &dir)
-            .with_context(|| format!("cannot create '{}'", dir.display()))?;
-    }
-    Ok(dir)
-}
-
-/// The document files of a folder, in path order.
-pub(crate) fn docs_in(dir: &Path) -> Result<Vec<PathBuf>> {
-    document_paths(&[dir.to_path_buf()])
+    inputs::write_docs(&a.text.spec()?, a.files, &a.text.out)
 }
 
 #[cfg(test)]

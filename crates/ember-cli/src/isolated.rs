@@ -135,7 +135,7 @@ pub(crate) fn run_into(
         spill_dir: run.spill_dir.clone(),
     };
     // Worker processes are made: a signal kills and reaps them first.
-    crate::output::watch()?;
+    ember_cli::output::watch()?;
     let started = Instant::now();
     let registry = ember_apps::stream::registry();
     let report = isolate::run(&registry, job, args, files, &opts, out)?;

@@ -2,14 +2,15 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-
 use std::time::Instant;
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
-use ember::Stats;
-use ember_apps::kmeans::{self, ClusterSum, Clustering, Params};
-use ember_apps::matrix::{Matrix, MatrixSpec, HEADER_BYTES};
+use ember::{Input, Stats};
+use ember_apps::kmeans::{self, ClusterSum, Clustering};
+use ember_apps::matrix::{Matrix, HEADER_BYTES};
+use ember_cli::args::KmeansArgs;
+use ember_cli::inputs;
 
 use crate::common::{summary_out, write_output, RunArgs};
 use crate::isolated::{self, IsolateArgs};
@@ -22,7 +23,7 @@ pub(crate) struct Args {
     /// Points file: an ember matrix file, one point per row (`ember gen kmeans`).
     file: PathBuf,
     #[command(flatten)]
-    params: ParamArgs,
+    params: KmeansArgs,
     /// Write every cluster, one per line: `cluster<TAB>size<TAB>mean
     /// coordinates...` (`-`: standard output).
     #[arg(long, short = 'o')]
@@ -34,27 +35,6 @@ pub(crate) struct Args {
     run: RunArgs,
     #[command(flatten)]
     isolate: IsolateArgs,
-}
-
-/// The clustering parameters, shared with `ember bench kmeans`.
-#[derive(ClapArgs, Clone, Copy)]
-pub(crate) struct ParamArgs {
-    /// Number of clusters (the first this many points are the initial means).
-    #[arg(long, short = 'k', default_value_t = Params::default().clusters)]
-    pub(crate) clusters: usize,
-    /// Stop after this many iterations if not converged.
-    #[arg(long, default_value_t = Params::default().max_iterations)]
-    pub(crate) max_iter: usize,
-}
-
-impl ParamArgs {
-    /// The library's parameters.
-    pub(crate) fn params(&self) -> Params {
-        Params {
-            clusters: self.clusters,
-            max_iterations: self.max_iter,
-        }
-    }
 }
 
 /// `ember gen kmeans`.
@@ -71,22 +51,16 @@ pub(crate) struct GenArgs {
     matrix: numeric::MatrixGenArgs,
 }
 
-/// The WORKLOADS.md points (uniform in 0..max) as a matrix spec.
-pub(crate) fn points_spec(points: u64, dims: u64, max: i32, seed: u64) -> Result<MatrixSpec> {
-    anyhow::ensure!(dims >= 1, "--dims must be at least 1");
-    numeric::uniform(points, dims, max, seed)
-}
-
 /// Runs `ember gen kmeans`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
     a.matrix
-        .generate(|max, seed| points_spec(a.points, a.dims, max, seed))
+        .generate(|max, seed| inputs::kmeans_points(a.points, a.dims, max, seed))
 }
 
 /// Runs `ember kmeans`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let input = numeric::open(&a.file)?;
-    let points = numeric::matrix(&input)?;
+    let input = Input::file(&a.file)?;
+    let points = Matrix::from_input(&input)?;
     if a.isolate.isolate {
         let (c, stats, run) = clustered_isolated(&a, &points)?;
         input.check_unchanged()?;

@@ -8,9 +8,9 @@ use clap::Args as ClapArgs;
 use ember::tune::Ingest;
 use ember::Stats;
 use ember_apps::linear_regression::{self, PointsSpec, Sums, SUM_NAMES};
+use ember_cli::inputs;
 
 use crate::common::{open_input, parse_size, RunArgs};
-use crate::genfile;
 use crate::isolated::{self, IsolateArgs};
 
 /// `ember linear-regression`.
@@ -40,24 +40,13 @@ pub(crate) struct GenArgs {
     out: PathBuf,
 }
 
-/// The generator of `spec`, for [`genfile`].
-fn writer(spec: PointsSpec) -> impl Fn(&mut dyn Write, &mut dyn FnMut(u64)) -> std::io::Result<()> {
-    move |mut w, p| linear_regression::write_points(&spec, &mut w, p)
-}
-
 /// Runs `ember gen linreg`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
     let spec = PointsSpec {
         size: a.size,
         seed: a.seed,
     };
-    genfile::write_file(&a.out, spec.size, "generating points", &writer(spec))
-}
-
-/// Generates (once) a cached points file and returns its path.
-pub(crate) fn cached(spec: PointsSpec) -> Result<PathBuf> {
-    let name = format!("points-{}-s{}.bin", spec.size, spec.seed);
-    genfile::cached_file(&name, spec.size, "generating points", &writer(spec))
+    inputs::points(spec).write_to(&a.out)
 }
 
 /// Runs the job on a file, read as `ingest` says, naming it in errors.

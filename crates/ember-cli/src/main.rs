@@ -1,15 +1,15 @@
-//! `ember`: run MapReduce workloads, generate their inputs, benchmark them.
+//! `ember`: run MapReduce workloads and generate their inputs (the
+//! benchmarks are `ember-bench`, `crates/ember-bench`).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use ember_cli::output;
 
-mod bench;
 mod common;
 mod gen;
-mod genfile;
 mod hdfs;
 mod histogram;
 mod inverted_index;
@@ -19,7 +19,6 @@ mod linear_regression;
 mod lines;
 mod matrix_multiply;
 mod numeric;
-mod output;
 mod pca;
 mod progress;
 mod report_command;
@@ -76,23 +75,19 @@ enum Command {
     /// Generate reproducible inputs for the workloads.
     #[command(subcommand)]
     Gen(gen::Gen),
-    /// Measure ember against baselines, ratios printed in one run (a
-    /// workload's bench has its command's name).
-    #[command(subcommand)]
-    Bench(bench::Bench),
 }
 
 fn main() -> ExitCode {
     // An isolated map worker (`--isolate`) runs its split and exits here.
     ember::isolate::worker_hook(&ember_apps::stream::registry());
-    common::die_on_broken_pipe();
+    output::die_on_broken_pipe();
     common::quiet_worker_panics();
     let cli = Cli::parse();
     output::set_sync(cli.sync);
     // Word count starts the signal thread only when it needs one (see
     // `RunArgs::runtime_for`); every other command starts it now.
     let lazy = matches!(cli.command, Command::Wordcount(_));
-    if let Err(e) = output::on_signals().and_then(|()| match lazy {
+    if let Err(e) = output::on_signals(stream::kill_children).and_then(|()| match lazy {
         true => Ok(()),
         false => output::watch(),
     }) {
@@ -113,7 +108,6 @@ fn main() -> ExitCode {
         Command::Pca(a) => pca::run(a),
         Command::MatrixMultiply(a) => matrix_multiply::run(a),
         Command::Gen(g) => gen::run(g),
-        Command::Bench(b) => bench::run(b),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,10 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
-use ember::Stats;
-use ember_apps::matrix::{self, Matrix, MatrixSpec, HEADER_BYTES};
+use ember::{Input, Stats};
+use ember_apps::matrix::{self, Matrix, HEADER_BYTES};
 use ember_apps::matrix_multiply::{self, Product};
 use ember_apps::stream::RowIndex;
+use ember_cli::inputs;
 
 use crate::common::{summary_out, write_output, RunArgs};
 use crate::isolated::{self, IsolateArgs};
@@ -46,23 +47,17 @@ pub(crate) struct GenArgs {
     matrix: numeric::MatrixGenArgs,
 }
 
-/// A factor (values uniform in 0..max) as a matrix spec.
-pub(crate) fn factor_spec(rows: u64, cols: u64, max: i32, seed: u64) -> Result<MatrixSpec> {
-    anyhow::ensure!(cols >= 1, "a matrix needs at least 1 column");
-    numeric::uniform(rows, cols, max, seed)
-}
-
 /// Runs `ember gen matmul`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
     let cols = a.cols.unwrap_or(a.n);
     a.matrix
-        .generate(|max, seed| factor_spec(a.n, cols, max, seed))
+        .generate(|max, seed| inputs::factor(a.n, cols, max, seed))
 }
 
 /// Runs `ember matrix-multiply`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let (ia, ib) = (numeric::open(&a.a)?, numeric::open(&a.b)?);
-    let (ma, mb) = (numeric::matrix(&ia)?, numeric::matrix(&ib)?);
+    let (ia, ib) = (Input::file(&a.a)?, Input::file(&a.b)?);
+    let (ma, mb) = (Matrix::from_input(&ia)?, Matrix::from_input(&ib)?);
     let (c, stats, run) = if a.isolate.isolate {
         isolated(&a, &ma, &mb)?
     } else {

@@ -1,17 +1,19 @@
 //! Output files that appear whole or not at all.
 //!
-//! Every file `ember` writes (`--output`, `sort -o`, `--stats-json`,
-//! `ember gen -o`, the cached inputs) is written to a temporary file in the
-//! target's folder and renamed over the target only once it is complete
-//! and flushed ([`Sink::finish`]); with `--sync`, it is also synced to disk
-//! first (the file's data, then the folder's entry after the rename). On an
-//! error or a panic the temporary file is dropped and removed; on SIGINT,
-//! SIGTERM or SIGHUP the signal thread ([`watch`]) removes every
-//! temporary file still pending and every spill directory in use, kills
-//! the commands of `ember stream` still running, prints one line and
-//! exits with 128 + the signal number (130 for Ctrl-C). A second signal
-//! while that runs exits at once. Either way the target keeps what it held
-//! before. Standard output (`-`) is written as it goes.
+//! Every file `ember` and `ember-bench` write (`--output`, `sort -o`,
+//! `--stats-json`, `ember gen -o`, the cached inputs) is written to a
+//! temporary file in the target's folder and renamed over the target only
+//! once it is complete and flushed ([`Sink::finish`]); with `--sync`, it is
+//! also synced to disk first (the file's data, then the folder's entry
+//! after the rename). On an error or a panic the temporary file is dropped
+//! and removed; on SIGINT, SIGTERM or SIGHUP the signal thread ([`watch`])
+//! removes every temporary file still pending and every spill directory in
+//! use, kills the isolated workers and runs the program's own clean-up
+//! (`ember` kills the commands of `ember stream` still running: see
+//! [`on_signals`]), prints one line and exits with 128 + the signal number
+//! (130 for Ctrl-C). A second signal while that runs exits at once. Either
+//! way the target keeps what it held before. Standard output (`-`) is
+//! written as it goes.
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -38,7 +40,7 @@ fn pending() -> MutexGuard<'static, Vec<PathBuf>> {
 }
 
 /// Syncs every output to disk before it is renamed into place.
-pub(crate) fn set_sync(sync: bool) {
+pub fn set_sync(sync: bool) {
     SYNC.store(sync, Ordering::Relaxed);
 }
 
@@ -52,18 +54,25 @@ static WATCHING: AtomicBool = AtomicBool::new(false);
 /// gone under a worker), and the signal thread's line is the one to show.
 static STOPPING: AtomicBool = AtomicBool::new(false);
 
-/// The signals caught for the signal thread, until [`watch`] starts it.
-static CAUGHT: Mutex<Option<Signals>> = Mutex::new(None);
+/// What the signal thread is to handle, until [`watch`] starts it.
+static CAUGHT: Mutex<Option<Caught>> = Mutex::new(None);
+
+/// The signals caught for the signal thread, and the program's own
+/// clean-up, which it runs before it exits.
+struct Caught {
+    signals: Signals,
+    clean_up: fn(),
+}
 
 /// What a signal prints.
 const INTERRUPTED: &str = "ember: interrupted\n";
 
 /// Handles SIGINT, SIGTERM and SIGHUP: exits with 128 + the signal
 /// number after one line on standard error, having first removed what
-/// is pending if [`watch`] started the signal thread. No thread starts
-/// here: a command over a small input, which creates nothing to remove,
-/// never starts one.
-pub(crate) fn on_signals() -> Result<()> {
+/// is pending and run `clean_up` if [`watch`] started the signal thread.
+/// No thread starts here: a command over a small input, which creates
+/// nothing to remove, never starts one.
+pub fn on_signals(clean_up: fn()) -> Result<()> {
     let signals = [SIGINT, SIGTERM, SIGHUP];
     let exiting = Arc::new(AtomicBool::new(false));
     for sig in signals {
@@ -77,7 +86,10 @@ pub(crate) fn on_signals() -> Result<()> {
         signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&exiting))?;
         signal_hook::flag::register(sig, Arc::clone(&exiting))?;
     }
-    *caught() = Some(Signals::new(signals)?);
+    *caught() = Some(Caught {
+        signals: Signals::new(signals)?,
+        clean_up,
+    });
     Ok(())
 }
 
@@ -92,7 +104,7 @@ fn exit_unless_watching(sig: i32) {
     }
 }
 
-fn caught() -> MutexGuard<'static, Option<Signals>> {
+fn caught() -> MutexGuard<'static, Option<Caught>> {
     // A panic while the slot was held leaves it valid (a take or a store).
     CAUGHT.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -101,15 +113,19 @@ fn caught() -> MutexGuard<'static, Option<Signals>> {
 /// SIGHUP, if [`on_signals`] set them up and it is not running yet: to
 /// be called before creating anything a signal must remove (a temporary
 /// output file, a spill directory, a child process).
-pub(crate) fn watch() -> Result<()> {
+pub fn watch() -> Result<()> {
     let mut slot = caught();
-    let Some(mut caught) = slot.take() else {
+    let Some(Caught {
+        mut signals,
+        clean_up,
+    }) = slot.take()
+    else {
         return Ok(());
     };
     std::thread::Builder::new()
         .name("ember-signals".into())
         .spawn(move || {
-            if let Some(sig) = caught.forever().next() {
+            if let Some(sig) = signals.forever().next() {
                 STOPPING.store(true, Ordering::SeqCst);
                 // Held until exit: no output can be renamed into place now.
                 let files = pending();
@@ -117,7 +133,7 @@ pub(crate) fn watch() -> Result<()> {
                     let _ = std::fs::remove_file(f);
                 }
                 ember::spill::remove_live_dirs();
-                crate::stream::kill_children();
+                clean_up();
                 ember::isolate::kill_workers();
                 eprint!("{INTERRUPTED}");
                 std::process::exit(128 + sig);
@@ -130,7 +146,7 @@ pub(crate) fn watch() -> Result<()> {
 /// Waits for the end of the process if the signal thread is handling a
 /// signal: the command's own error is then no more than the clean-up's
 /// doing, and the signal thread prints the one line and exits.
-pub(crate) fn yield_to_signal() {
+pub fn yield_to_signal() {
     while STOPPING.load(Ordering::SeqCst) {
         std::thread::park();
     }
@@ -140,14 +156,17 @@ pub(crate) fn yield_to_signal() {
 /// when [`Sink::finish`] is called, or a target that is not a regular file
 /// (`/dev/null`, a named pipe), written in place: renaming a file over it
 /// would replace the device or pipe with a plain file.
-pub(crate) enum Sink {
+pub enum Sink {
+    /// Standard output (`-`), written as it goes.
     Stdout(BufWriter<io::StdoutLock<'static>>),
+    /// A regular file, written to a temporary file first.
     File(Pending),
+    /// A device or a named pipe, written in place.
     Special(BufWriter<std::fs::File>),
 }
 
 /// A temporary file on its way to `target`.
-pub(crate) struct Pending {
+pub struct Pending {
     file: BufWriter<NamedTempFile>,
     target: PathBuf,
     _entry: Entry,
@@ -163,7 +182,7 @@ impl Drop for Entry {
 }
 
 /// Opens `path` for writing (`-`: standard output).
-pub(crate) fn create(path: &Path) -> Result<Sink> {
+pub fn create(path: &Path) -> Result<Sink> {
     if path == Path::new("-") {
         return Ok(Sink::Stdout(BufWriter::new(io::stdout().lock())));
     }
@@ -212,7 +231,7 @@ impl Sink {
     /// The regular file a named output is written to, for writes at
     /// offsets (nothing was written through the sink yet); `None` for
     /// standard output and special files, which are written in order.
-    pub(crate) fn file(&self) -> Option<&std::fs::File> {
+    pub fn file(&self) -> Option<&std::fs::File> {
         match self {
             Sink::File(p) if p.file.buffer().is_empty() => Some(p.file.get_ref().as_file()),
             _ => None,
@@ -221,7 +240,7 @@ impl Sink {
 
     /// Flushes what was written and, for a file, renames it over its
     /// target (synced first with `--sync`).
-    pub(crate) fn finish(self) -> Result<()> {
+    pub fn finish(self) -> Result<()> {
         match self {
             Sink::Stdout(mut w) => Ok(w.flush()?),
             Sink::Special(mut w) => Ok(w.flush()?),
@@ -265,6 +284,35 @@ fn sync_dir(path: &Path) -> io::Result<()> {
     match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => std::fs::File::open(d)?.sync_all(),
         _ => std::fs::File::open(".")?.sync_all(),
+    }
+}
+
+/// Writes to `path` (`-`: standard output) with `write`, if there is a
+/// path; a file appears only once complete (see [`create`]).
+pub fn write_output(
+    path: Option<&Path>,
+    write: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    let mut w = create(path)?;
+    write(&mut w).with_context(|| format!("cannot write '{}'", path.display()))?;
+    w.finish()
+}
+
+/// Lets the process end quietly, as Unix tools do, when the reader of its
+/// standard output goes away (`ember wordcount ... -o - | head`): the Rust
+/// runtime ignores SIGPIPE, so every later write would fail instead, and a
+/// `println!` would panic. To be called first in `main`, before any other
+/// thread starts.
+pub fn die_on_broken_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called first in `main`, before any other thread exists, and
+    // setting a signal back to its default action has no other
+    // precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -2,16 +2,16 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-
 use std::time::Instant;
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
-use ember::Stats;
-use ember_apps::matrix::{Matrix, MatrixSpec, HEADER_BYTES};
+use ember::{Input, Stats};
+use ember_apps::matrix::{Matrix, HEADER_BYTES};
 use ember_apps::multijob::add_stats;
 use ember_apps::pca::{self, Pca};
 use ember_apps::stream::RowIndex;
+use ember_cli::inputs;
 
 use crate::common::{summary_out, write_output, RunArgs};
 use crate::isolated::{self, IsolateArgs};
@@ -46,22 +46,16 @@ pub(crate) struct GenArgs {
     matrix: numeric::MatrixGenArgs,
 }
 
-/// The PCA input matrix (values uniform in 0..max) as a matrix spec.
-pub(crate) fn matrix_spec(rows: u64, cols: u64, max: i32, seed: u64) -> Result<MatrixSpec> {
-    anyhow::ensure!(cols >= 2, "--cols must be at least 2");
-    numeric::uniform(rows, cols, max, seed)
-}
-
 /// Runs `ember gen pca`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
     a.matrix
-        .generate(|max, seed| matrix_spec(a.rows, a.cols, max, seed))
+        .generate(|max, seed| inputs::pca_matrix(a.rows, a.cols, max, seed))
 }
 
 /// Runs `ember pca`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let input = numeric::open(&a.file)?;
-    let m = numeric::matrix(&input)?;
+    let input = Input::file(&a.file)?;
+    let m = Matrix::from_input(&input)?;
     let (p, stats, run) = if a.isolate.isolate {
         isolated(&a, &m)?
     } else {

@@ -4,7 +4,8 @@
 //! per iteration), the job count, the phase and the bytes mapped. Shown
 //! from a second into the run (short runs show nothing), on a terminal
 //! only (indicatif draws nothing elsewhere), cleared before any result is
-//! printed. Generating an input has a bar of its own ([`bar`]).
+//! printed. Generating an input has a bar of its own
+//! ([`ember_cli::inputs`]).
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -142,19 +143,6 @@ fn style(look: Look) -> ProgressStyle {
     ProgressStyle::with_template(template)
         .expect("valid template")
         .progress_chars("=> ")
-}
-
-/// A bar of `len` bytes on standard error (drawn only on a terminal), for
-/// writing generated inputs.
-pub(crate) fn bar(len: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_message(what.to_string());
-    bar
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! `ember sort` and `ember gen sort`.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -8,13 +7,12 @@ use clap::Args as ClapArgs;
 use ember::tune::Ingest;
 use ember::Input;
 use ember_apps::sort::{
-    external_sort, external_sort_to_file, sort_order, write_records, SortPlan, SortSpec, RECORD_LEN,
+    external_sort, external_sort_to_file, sort_order, SortPlan, SortSpec, RECORD_LEN,
 };
+use ember_cli::{inputs, output};
 
 use crate::common::{open_input, write_output, RunArgs};
-use crate::genfile;
 use crate::isolated::{self, IsolateArgs};
-use crate::output;
 
 /// `ember sort`.
 #[derive(ClapArgs)]
@@ -144,29 +142,11 @@ fn in_memory(a: Args) -> Result<()> {
     a.run.report(&order.stats)
 }
 
-/// The generator of `spec`, for [`genfile`].
-fn writer(spec: SortSpec) -> impl Fn(&mut dyn Write, &mut dyn FnMut(u64)) -> std::io::Result<()> {
-    move |mut w, p| write_records(&spec, &mut w, p)
-}
-
 /// Runs `ember gen sort`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
     let spec = SortSpec {
         records: a.records,
         seed: a.seed,
     };
-    let size = spec.records * RECORD_LEN as u64;
-    genfile::write_file(&a.out, size, "generating records", &writer(spec))
-}
-
-/// Generates (once) a cached file of `records` records (the default seed)
-/// and returns its path.
-pub(crate) fn cached_records(records: u64) -> Result<PathBuf> {
-    let spec = SortSpec {
-        records,
-        ..SortSpec::default()
-    };
-    let name = format!("sort-{}-s{}.dat", spec.records, spec.seed);
-    let size = spec.records * RECORD_LEN as u64;
-    genfile::cached_file(&name, size, "generating records", &writer(spec))
+    inputs::records(spec).write_to(&a.out)
 }

@@ -9,9 +9,9 @@ use ember::tune::Ingest;
 use ember::{Bytes, Stats};
 use ember_apps::stream;
 use ember_apps::string_match::{self, KeysSpec, Matches, Targets, DEFAULT_TARGETS};
+use ember_cli::inputs;
 
 use crate::common::{open_input, parse_size, RunArgs};
-use crate::genfile;
 use crate::isolated::{self, IsolateArgs};
 
 /// `ember string-match`.
@@ -49,13 +49,6 @@ pub(crate) struct GenArgs {
     out: PathBuf,
 }
 
-/// The generator of `spec`, for [`genfile`].
-fn writer(
-    spec: &KeysSpec,
-) -> impl Fn(&mut dyn Write, &mut dyn FnMut(u64)) -> std::io::Result<()> + '_ {
-    move |mut w, p| string_match::write_keys(spec, &mut w, p)
-}
-
 /// Runs `ember gen strmatch`.
 pub(crate) fn gen(a: GenArgs) -> Result<()> {
     let spec = KeysSpec {
@@ -63,20 +56,7 @@ pub(crate) fn gen(a: GenArgs) -> Result<()> {
         seed: a.seed,
         plant: a.plant,
     };
-    let write = writer(&spec);
-    genfile::write_file(&a.out, spec.size, "generating keys", &write)
-}
-
-/// Generates (once) a cached keys file with the default plants and returns
-/// its path.
-pub(crate) fn cached(spec: &KeysSpec) -> Result<PathBuf> {
-    let name = format!(
-        "keys-{}-s{}-{}.txt",
-        spec.size,
-        spec.seed,
-        spec.plant.join("-")
-    );
-    genfile::cached_file(&name, spec.size, "generating keys", &writer(spec))
+    inputs::keys(&spec).write_to(&a.out)
 }
 
 /// Runs the job on a file, read as `ingest` says, naming it in errors.

@@ -167,7 +167,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
         size: a.size,
         ..TextSpec::default()
     };
-    let path = crate::gen::cached_text(&spec)?;
+    let path = ember_cli::inputs::text(&spec).cached()?;
     eprintln!(
         "corpus: {} ({:.1} MB)",
         path.display(),

@@ -15,9 +15,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember::Input;
+use ember_cli::output;
 
 use crate::common::parse_size;
-use crate::output;
 
 mod command;
 mod map;

@@ -1,19 +1,18 @@
-//! `ember bench pca`: the sequential PCA vs ember.
+//! `ember-bench pca`: the sequential PCA vs ember.
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
-use ember::RunOptions;
+use ember::{Input, RunOptions};
+use ember_apps::matrix::Matrix;
 use ember_apps::pca;
+use ember_cli::inputs;
 
-use crate::numeric;
-use crate::pca::matrix_spec;
+use crate::machine::all_threads;
+use crate::roofline;
+use crate::versus::against_sequential;
+use crate::BenchArgs;
 
-use super::machine::all_threads;
-use super::roofline;
-use super::versus::against_sequential;
-use super::BenchArgs;
-
-/// `ember bench pca`.
+/// `ember-bench pca`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Rows of the matrix (WORKLOADS.md: 2500 x 2500, values in 0..1000).
@@ -26,11 +25,11 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-/// Runs `ember bench pca`.
+/// Runs `ember-bench pca`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let spec = matrix_spec(a.rows, a.cols, 1000, 7)?;
-    let input = numeric::open(&numeric::cached_matrix(&spec)?)?;
-    let m = numeric::matrix(&input)?;
+    let spec = inputs::pca_matrix(a.rows, a.cols, 1000, 7)?;
+    let input = Input::file(inputs::matrix(&spec).cached()?)?;
+    let m = Matrix::from_input(&input)?;
     let sequential = || Ok(pca::sequential(&m)?);
     let want = sequential()?;
     // Multiply-adds of the dot products of the upper triangle.

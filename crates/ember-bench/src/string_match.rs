@@ -1,17 +1,18 @@
-//! `ember bench string-match`: ember vs the sequential string match.
+//! `ember-bench string-match`: ember vs the sequential string match.
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
+use ember::tune::parse_size;
 use ember::{Input, RunOptions};
 use ember_apps::string_match::{self, KeysSpec, Targets};
+use ember_cli::inputs;
 
-use super::machine::all_threads;
-use super::roofline;
-use super::versus::{against_sequential, warm};
-use super::BenchArgs;
-use crate::common::parse_size;
+use crate::machine::all_threads;
+use crate::roofline;
+use crate::versus::{against_sequential, warm};
+use crate::BenchArgs;
 
-/// `ember bench string-match`.
+/// `ember-bench string-match`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Keys file size (WORKLOADS.md: 256 MiB).
@@ -21,14 +22,14 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-/// Runs `ember bench string-match`: looks for the planted words and one
+/// Runs `ember-bench string-match`: looks for the planted words and one
 /// word that is not there.
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = KeysSpec {
         size: a.size,
         ..KeysSpec::default()
     };
-    let file = crate::string_match::cached(&spec)?;
+    let file = inputs::keys(&spec).cached()?;
     let bytes = warm(&[&file])?;
     let mut words = spec.plant.clone();
     words.push("notplantedanywhere".into());
@@ -44,8 +45,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
         &want,
         sequential,
         |rt| {
-            let opts = RunOptions::default();
-            crate::string_match::search(rt, &file, ember::tune::Ingest::Mmap, &targets, &opts)
+            let input = Input::file(&file)?;
+            Ok(string_match::run_input(
+                rt,
+                &input,
+                &targets,
+                &RunOptions::default(),
+            )?)
         },
         roofline::bandwidth(&files, all_threads(a.bench.threads)),
     )?;

@@ -1,4 +1,4 @@
-//! `ember bench isolate`: word count, histogram and inverted index with
+//! `ember-bench isolate`: word count, histogram and inverted index with
 //! their splits mapped in worker processes (`--isolate`,
 //! docs/isolation.md) against the same jobs in threads, in one run.
 //!
@@ -13,17 +13,18 @@ use std::path::Path;
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
+use ember::tune::parse_size;
 use ember_apps::histogram::BmpSpec;
 use ember_apps::text::TextSpec;
+use ember_cli::inputs;
 
-use super::harness::{measure, median, print_table, Contender, Measured, Row};
-use super::machine::all_threads;
-use super::perf;
-use super::rss;
-use super::BenchArgs;
-use crate::common::parse_size;
+use crate::harness::{measure, median, print_table, Contender, Measured, Row};
+use crate::machine::all_threads;
+use crate::perf;
+use crate::rss;
+use crate::BenchArgs;
 
-/// `ember bench isolate`.
+/// `ember-bench isolate`.
 #[derive(ClapArgs)]
 #[command(mut_arg("threads", |a| a.help("Workers, threads or processes (default: all CPUs)")))]
 pub(crate) struct Args {
@@ -71,18 +72,18 @@ impl Workload {
     }
 }
 
-/// Runs `ember bench isolate`.
+/// Runs `ember-bench isolate`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = TextSpec {
         size: a.size,
         ..TextSpec::default()
     };
-    let text = crate::gen::cached_text(&spec)?;
+    let text = inputs::text(&spec).cached()?;
     let image_spec = BmpSpec {
         height: a.image_rows,
         ..BmpSpec::default()
     };
-    let image = crate::histogram::cached(image_spec)?;
+    let image = inputs::bmp(image_spec).cached()?;
     let workers = all_threads(a.bench.threads);
     // Both modes cut the text alike, so that they differ in isolation only.
     let split = a
@@ -196,7 +197,7 @@ fn print_ratios(rows: &[Row]) {
 /// peak memory and page faults, with its workers'.
 fn child(args: &[OsString]) -> Result<Measured> {
     let all: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
-    let run = rss::run_self(&all)?;
+    let run = rss::run_ember(&all)?;
     let usage = &run.usage;
     Ok(Measured {
         secs: run.secs,

@@ -1,19 +1,19 @@
-//! `ember bench containers`: Metis' data-structure study (its section 5.4)
+//! `ember-bench containers`: Metis' data-structure study (its section 5.4)
 //! with inverted index: every container and `Auto` on four inputs of the
 //! shapes Metis used, all in one run.
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
+use ember::tune::parse_size;
 use ember::{ContainerKind, Input, RunOptions, Runtime};
 use ember_apps::inverted_index::{build, Docs};
 use ember_apps::text::{text, TextSpec};
 
-use super::harness::{measure, Contender, Measured};
-use super::machine::all_threads;
-use super::BenchArgs;
-use crate::common::parse_size;
+use crate::harness::{measure, Contender, Measured};
+use crate::machine::all_threads;
+use crate::BenchArgs;
 
-/// `ember bench containers`.
+/// `ember-bench containers`.
 #[derive(ClapArgs)]
 #[command(mut_arg("threads", |a| a.help("Worker threads (default: all CPUs)")))]
 pub(crate) struct Args {
@@ -62,7 +62,7 @@ fn inputs(size: u64) -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// Runs `ember bench containers`.
+/// Runs `ember-bench containers`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let rt = Runtime::builder()
         .threads(all_threads(a.bench.threads))

@@ -1,7 +1,7 @@
 //! The shape of a workload bench: its baseline (the first row, which the
 //! speedups are against), ember on one thread and on all threads, then any
 //! other rows (another implementation, or the workload's limits, from
-//! [`roofline`](super::roofline)); after the table, the bar line
+//! [`roofline`]); after the table, the bar line
 //! ([`Versus::print_speedup`]), the roofline and scaling lines
 //! ([`Versus::print_roofline`]) and the phases of ember's last run.
 
@@ -12,11 +12,11 @@ use std::rc::Rc;
 use anyhow::{ensure, Result};
 use ember::{Runtime, Stats};
 
-use super::harness::{binding_limit, measure, mib, print_table, Contender, Measured, Row};
-use super::machine::all_threads;
-use super::roofline::{self, Role};
-use super::rss;
-use super::BenchArgs;
+use crate::harness::{binding_limit, measure, mib, print_table, Contender, Measured, Role, Row};
+use crate::machine::all_threads;
+use crate::roofline;
+use crate::rss;
+use crate::BenchArgs;
 
 /// The rows of a workload bench, as [`versus`] measured them.
 pub(crate) struct Versus {
@@ -140,7 +140,7 @@ impl Versus {
         let threads = self.threads.to_string();
         let mut all = args.to_vec();
         all.extend([OsStr::new("--threads"), OsStr::new(&threads)]);
-        let run = rss::run_self(&all)?;
+        let run = rss::run_ember(&all)?;
         let words: Vec<_> = all.iter().map(|a| a.to_string_lossy()).collect();
         self.command = rss::peak_of(&run.usage).map(|peak| CommandPeak {
             line: format!("ember {}", words.join(" ")),
@@ -171,7 +171,7 @@ impl Versus {
     /// all threads) and the scaling lines (the serial fraction from ember's
     /// 1- and all-thread medians, the serial seconds per phase, Amdahl's
     /// speed-up on more cores), and keeps the workload's summary line for
-    /// `ember bench all`; `input` is the input's size in bytes.
+    /// `ember-bench all`; `input` is the input's size in bytes.
     pub(crate) fn print_roofline(&self, workload: &str, input: u64) {
         println!();
         for row in [self.ember_one(), self.ember_all()] {

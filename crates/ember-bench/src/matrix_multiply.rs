@@ -1,19 +1,18 @@
-//! `ember bench matrix-multiply`: the sequential matrix multiply vs ember.
+//! `ember-bench matrix-multiply`: the sequential matrix multiply vs ember.
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
-use ember::RunOptions;
+use ember::{Input, RunOptions};
+use ember_apps::matrix::Matrix;
 use ember_apps::matrix_multiply;
+use ember_cli::inputs;
 
-use crate::matrix_multiply::factor_spec;
-use crate::numeric;
+use crate::machine::all_threads;
+use crate::roofline;
+use crate::versus::against_sequential;
+use crate::BenchArgs;
 
-use super::machine::all_threads;
-use super::roofline;
-use super::versus::against_sequential;
-use super::BenchArgs;
-
-/// `ember bench matrix-multiply`.
+/// `ember-bench matrix-multiply`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Size of the square factors (WORKLOADS.md: two 2048 x 2048 int32
@@ -24,11 +23,14 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-/// Runs `ember bench matrix-multiply`.
+/// Runs `ember-bench matrix-multiply`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let ia = numeric::open(&numeric::cached_matrix(&factor_spec(a.n, a.n, 1000, 7)?)?)?;
-    let ib = numeric::open(&numeric::cached_matrix(&factor_spec(a.n, a.n, 1000, 8)?)?)?;
-    let (ma, mb) = (numeric::matrix(&ia)?, numeric::matrix(&ib)?);
+    let factor = |seed| -> Result<Input<'static>> {
+        let spec = inputs::factor(a.n, a.n, 1000, seed)?;
+        Ok(Input::file(inputs::matrix(&spec).cached()?)?)
+    };
+    let (ia, ib) = (factor(7)?, factor(8)?);
+    let (ma, mb) = (Matrix::from_input(&ia)?, Matrix::from_input(&ib)?);
     let sequential = || Ok(matrix_multiply::sequential(&ma, &mb)?);
     let want = sequential()?;
     let macs = (ma.rows * ma.cols * mb.cols) as f64;

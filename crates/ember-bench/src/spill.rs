@@ -1,4 +1,4 @@
-//! `ember bench spill`: jobs under a memory limit that makes them spill,
+//! `ember-bench spill`: jobs under a memory limit that makes them spill,
 //! against the same jobs unlimited and against reading the input and
 //! writing as many bytes once (the disk's own rate), in one run: word
 //! count and the inverted index on text (the index spilling in the
@@ -29,17 +29,17 @@ use std::path::Path;
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
-use ember_apps::sort::RECORD_LEN;
+use ember::tune::parse_size;
+use ember_apps::sort::{SortSpec, RECORD_LEN};
 use ember_apps::text::TextSpec;
+use ember_cli::inputs;
 
-use super::harness::{measure, mib, print_table, Contender, Measured, Row};
-use super::machine::all_threads;
-use super::roofline::Role;
-use super::rss;
-use super::BenchArgs;
-use crate::common::parse_size;
+use crate::harness::{measure, mib, print_table, Contender, Measured, Role, Row};
+use crate::machine::all_threads;
+use crate::rss;
+use crate::BenchArgs;
 
-/// `ember bench spill`.
+/// `ember-bench spill`.
 #[derive(ClapArgs)]
 #[command(mut_arg("threads", |a| a.help("Worker threads (default: all CPUs)")))]
 pub(crate) struct Args {
@@ -119,7 +119,7 @@ impl Args {
     }
 }
 
-/// The tables of `ember bench spill`.
+/// The tables of `ember-bench spill`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Table {
     /// Word count and the inverted index.
@@ -128,7 +128,7 @@ enum Table {
     Sort,
 }
 
-/// Runs `ember bench spill`.
+/// Runs `ember-bench spill`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let sizes = a.sizes();
     let scratch = tempfile::tempdir()?;
@@ -147,7 +147,7 @@ fn text_jobs(a: &Args, sizes: Sizes, scratch: &Path) -> Result<()> {
         size: sizes.size,
         ..TextSpec::default()
     };
-    let text = crate::gen::cached_text(&spec)?;
+    let text = inputs::text(&spec).cached()?;
     let threads = all_threads(a.bench.threads).to_string();
     let job = |name: &str, args: &[&str], limit: Option<u64>| {
         let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
@@ -193,7 +193,11 @@ fn text_jobs(a: &Args, sizes: Sizes, scratch: &Path) -> Result<()> {
 /// sort, held to copying the records once (the disk's rate).
 fn sorts(a: &Args, sizes: Sizes, scratch: &Path) -> Result<()> {
     let n = sizes.sort_size / RECORD_LEN as u64;
-    let records = crate::sort::cached_records(n)?;
+    let records = inputs::records(SortSpec {
+        records: n,
+        ..SortSpec::default()
+    })
+    .cached()?;
     let threads = all_threads(a.bench.threads);
     let sort = |name: &str, limited: bool| {
         let records = records.clone();
@@ -281,7 +285,7 @@ fn child(args: &[String], input: &Path, scratch: &Path) -> Result<Measured> {
     all.extend([OsStr::new("--spill-dir"), scratch.as_os_str()]);
     all.extend([OsStr::new("--stats-json"), stats.as_os_str()]);
     all.extend([input.as_os_str(), OsStr::new("-o"), out.as_os_str()]);
-    let run = rss::run_self(&all);
+    let run = rss::run_ember(&all);
     // Deleted whether the run succeeded or not.
     let removed = std::fs::remove_file(&out);
     let run = run?;
@@ -329,7 +333,7 @@ mod tests {
     }
 
     fn sizes(words: &[&str]) -> Sizes {
-        let all = ["ember bench", "spill"]
+        let all = ["ember-bench", "spill"]
             .into_iter()
             .chain(words.iter().copied());
         let Sub::Spill(args) = Cli::try_parse_from(all).unwrap().bench;

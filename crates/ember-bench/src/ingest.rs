@@ -1,4 +1,4 @@
-//! `ember bench ingest`: read-then-map vs the chunked ingest pipeline, on a
+//! `ember-bench ingest`: read-then-map vs the chunked ingest pipeline, on a
 //! reader throttled to simulate slow storage (files here sit in the page
 //! cache, so unthrottled reads would be nearly free), for word count and
 //! sort, in one run.
@@ -18,15 +18,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
+use ember::tune::parse_size;
 use ember::{Input, RunOptions, Runtime, Stats};
-use ember_apps::sort::sort_order_input;
+use ember_apps::sort::{sort_order_input, SortSpec};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
+use ember_cli::inputs;
 
-use super::machine::{all_threads, cpu_secs};
-use crate::common::parse_size;
+use crate::machine::{all_threads, cpu_secs};
 
-/// `ember bench ingest`.
+/// `ember-bench ingest`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Corpus size for word count.
@@ -288,13 +289,18 @@ fn bench(rt: &Runtime, work: Work, file: &Path, a: &Args) -> Result<Row> {
     Ok(chunked)
 }
 
-/// Runs `ember bench ingest`.
+/// Runs `ember-bench ingest`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let text = crate::gen::cached_text(&TextSpec {
+    let text = inputs::text(&TextSpec {
         size: a.size,
         ..TextSpec::default()
-    })?;
-    let records = crate::sort::cached_records(a.records)?;
+    })
+    .cached()?;
+    let records = inputs::records(SortSpec {
+        records: a.records,
+        ..SortSpec::default()
+    })
+    .cached()?;
     let rt = Runtime::builder().threads(all_threads(a.threads)).build()?;
     println!(
         "read s: reading (chunked: the reader thread's time, overlapped with map); \

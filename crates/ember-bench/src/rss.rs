@@ -10,14 +10,15 @@
 //! inputs' oracles, the runtimes' idle threads), which [`Peak::base`]
 //! reports. A mapped input counts while it is mapped, as in any process.
 //! A contender that runs as a child process reports the child's own peak
-//! instead ([`run_child`]).
+//! instead ([`run_child`], and [`run_ember`] for the `ember` command).
 
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{ensure, Context, Result};
 
 /// A run's memory: the RSS it started from and its peak, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -101,19 +102,35 @@ pub(crate) fn wait(pid: u32) -> Result<(i32, libc::rusage)> {
     Ok((status, usage))
 }
 
-/// A run of this program as a child, its standard output dropped: wall
-/// and CPU seconds and its resource usage.
-pub(crate) struct SelfRun {
+/// The `ember` command, which some benches time as a child process: the
+/// binary beside this one (`cargo build` puts both in the target folder
+/// of its profile).
+pub(crate) fn ember() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("finding the ember-bench binary")?;
+    let ember = exe.with_file_name("ember");
+    ensure!(
+        ember.is_file(),
+        "this bench runs the `ember` command, and there is none beside ember-bench \
+         ('{}'): build it with `cargo build -p ember-cli` (with --release for a \
+         release ember-bench)",
+        ember.display()
+    );
+    Ok(ember)
+}
+
+/// A run of the `ember` command as a child, its standard output dropped:
+/// wall and CPU seconds and its resource usage.
+pub(crate) struct EmberRun {
     pub(crate) secs: f64,
     pub(crate) cpu: f64,
     pub(crate) usage: libc::rusage,
 }
 
-/// Runs this program (`ember`) with `args` as a child process, its
-/// standard output dropped and its standard error shown; an error if it
-/// fails.
-pub(crate) fn run_self(args: &[&std::ffi::OsStr]) -> Result<SelfRun> {
-    let exe = std::env::current_exe().context("finding the ember binary")?;
+/// Runs the `ember` command ([`ember()`]) with `args` as a child process,
+/// its standard output dropped and its standard error shown; an error if
+/// it fails.
+pub(crate) fn run_ember(args: &[&std::ffi::OsStr]) -> Result<EmberRun> {
+    let exe = ember()?;
     let start = Instant::now();
     let spawned = Command::new(exe)
         .args(args)
@@ -127,7 +144,7 @@ pub(crate) fn run_self(args: &[&std::ffi::OsStr]) -> Result<SelfRun> {
         anyhow::bail!("ember {} failed (wait status {status})", words.join(" "));
     }
     let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime);
-    Ok(SelfRun { secs, cpu, usage })
+    Ok(EmberRun { secs, cpu, usage })
 }
 
 /// A `timeval` in seconds.

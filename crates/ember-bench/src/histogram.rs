@@ -1,17 +1,18 @@
-//! `ember bench histogram`: ember vs the sequential histogram and a plain
+//! `ember-bench histogram`: ember vs the sequential histogram and a plain
 //! memory read of the image.
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
 use ember::{Input, RunOptions};
 use ember_apps::histogram::{self, BmpSpec};
+use ember_cli::inputs;
 
-use super::machine::all_threads;
-use super::roofline;
-use super::versus::{against_sequential, warm};
-use super::BenchArgs;
+use crate::machine::all_threads;
+use crate::roofline;
+use crate::versus::{against_sequential, warm};
+use crate::BenchArgs;
 
-/// `ember bench histogram`.
+/// `ember-bench histogram`.
 #[derive(ClapArgs)]
 #[command(mut_arg("threads", |a| a.help(
     "Threads for the \"all threads\" rows (default: all CPUs)"
@@ -27,14 +28,14 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-/// Runs `ember bench histogram`.
+/// Runs `ember-bench histogram`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = BmpSpec {
         width: a.width,
         height: a.height,
         ..BmpSpec::default()
     };
-    let file = crate::histogram::cached(spec)?;
+    let file = inputs::bmp(spec).cached()?;
     let bytes = warm(&[&file])?;
     let sequential = || Ok(histogram::sequential(Input::file(&file)?.part_bytes(0))?);
     let want = sequential()?;
@@ -46,7 +47,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
         a.bench,
         &want,
         sequential,
-        |rt| crate::histogram::count(rt, &file, &RunOptions::default()),
+        |rt| {
+            let input = Input::file(&file)?;
+            let counts = histogram::run(rt, input.part_bytes(0), &RunOptions::default())?;
+            // The map let go on every worker, as `ember histogram` does.
+            rt.release(input);
+            Ok(counts)
+        },
         limits,
     )?;
     v.print(

@@ -1,4 +1,4 @@
-//! `ember bench sort`: ember vs the sequential sort and rayon's parallel
+//! `ember-bench sort`: ember vs the sequential sort and rayon's parallel
 //! sort of the same records.
 //!
 //! Every contender goes from the mapped input to the sorted records in an
@@ -12,16 +12,14 @@ use anyhow::{ensure, Result};
 use clap::Args as ClapArgs;
 use ember::{Input, RunOptions, Runtime};
 use ember_apps::sort::{parallel_sort_into, sequential_into, sort_order, SortSpec, RECORD_LEN};
+use ember_cli::inputs;
 
-use crate::sort::cached_records;
+use crate::harness::{Contender, Measured, Role};
+use crate::machine::all_threads;
+use crate::versus::{ember_name, versus};
+use crate::BenchArgs;
 
-use super::harness::{Contender, Measured};
-use super::machine::all_threads;
-use super::roofline::Role;
-use super::versus::{ember_name, versus};
-use super::BenchArgs;
-
-/// `ember bench sort`.
+/// `ember-bench sort`.
 #[derive(ClapArgs)]
 #[command(mut_arg("threads", |a| a.help(
     "Threads for the \"all threads\" rows (default: all CPUs)"
@@ -43,9 +41,14 @@ fn verify(want: &[u8], got: &[u8], what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Runs `ember bench sort`.
+/// Runs `ember-bench sort`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let input = Input::file(&cached_records(a.records)?)?;
+    let file = inputs::records(SortSpec {
+        records: a.records,
+        ..SortSpec::default()
+    })
+    .cached()?;
+    let input = Input::file(&file)?;
     let data = input.part_bytes(0);
     let all = all_threads(a.bench.threads);
     // Warm the mapping; the untimed first sequential run is the oracle.
@@ -90,7 +93,6 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let mut v = versus(a.bench, sequential, ember, vec![rayon])?;
     // The bench holds the oracle, the reused output buffer and rayon's
     // records beside every run's memory.
-    let file = cached_records(a.records)?;
     let args = [
         "sort".as_ref(),
         file.as_os_str(),

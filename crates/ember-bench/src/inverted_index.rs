@@ -1,26 +1,27 @@
-//! `ember bench inverted-index`: ember vs the sequential inverted index, plain
+//! `ember-bench inverted-index`: ember vs the sequential inverted index, plain
 //! (the baseline) and partitioned as ember's reduce is.
 
 use std::cell::Cell;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
-use anyhow::{ensure, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
+use ember::tune::parse_size;
 use ember::{Input, RunOptions, Runtime};
-use ember_apps::inverted_index::{build, sequential, sequential_partitioned, Docs, Index};
+use ember_apps::inverted_index::{
+    build, document_paths, sequential, sequential_partitioned, Docs, Index,
+};
 use ember_apps::text::TextSpec;
+use ember_cli::inputs;
 
-use crate::common::parse_size;
-use crate::inverted_index::{cached_docs, docs_in};
+use crate::harness::{Contender, Role};
+use crate::machine::all_threads;
+use crate::roofline;
+use crate::versus::{checked, ember_name, versus, warm};
+use crate::BenchArgs;
 
-use super::harness::Contender;
-use super::machine::all_threads;
-use super::roofline::{self, Role};
-use super::versus::{checked, ember_name, versus, warm};
-use super::BenchArgs;
-
-/// `ember bench inverted-index`.
+/// `ember-bench inverted-index`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Corpus size (the WORKLOADS.md text shape: 1M-word vocabulary, Zipf
@@ -48,15 +49,12 @@ fn run_sequential(index: Sequential, paths: &[PathBuf], docs: Docs) -> Result<In
 /// The files to index and what a document is in them.
 fn corpus(a: &Args, spec: &TextSpec) -> Result<(Vec<PathBuf>, Docs)> {
     Ok(match a.files {
-        None => (vec![crate::gen::cached_text(spec)?], Docs::Lines),
-        Some(n) => {
-            ensure!(n > 0, "--files must be at least 1");
-            (docs_in(&cached_docs(spec, n)?)?, Docs::Files)
-        }
+        None => (vec![inputs::text(spec).cached()?], Docs::Lines),
+        Some(n) => (document_paths(&[inputs::docs(spec, n)?])?, Docs::Files),
     })
 }
 
-/// Runs `ember bench inverted-index`.
+/// Runs `ember-bench inverted-index`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = TextSpec {
         size: a.size,

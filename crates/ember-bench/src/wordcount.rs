@@ -1,24 +1,24 @@
-//! `ember bench wordcount`: ember vs the C reference `wc_baseline.c`.
+//! `ember-bench wordcount`: ember vs the C reference `wc_baseline.c`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args as ClapArgs;
+use ember::tune::parse_size;
 use ember::{Input, RunOptions, Runtime};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
+use ember_cli::inputs::{self, cache_dir};
 
-use crate::common::{cache_dir, parse_size};
+use crate::harness::{Contender, Measured, Role};
+use crate::machine::all_threads;
+use crate::roofline;
+use crate::rss;
+use crate::versus::{versus, warm, Versus};
+use crate::BenchArgs;
 
-use super::harness::{Contender, Measured};
-use super::machine::all_threads;
-use super::roofline::{self, Role};
-use super::rss;
-use super::versus::{versus, warm, Versus};
-use super::BenchArgs;
-
-/// `ember bench wordcount`.
+/// `ember-bench wordcount`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Corpus size (the WORKLOADS.md shape: 1M-word vocabulary, Zipf 1.0).
@@ -28,7 +28,7 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-const WC_BASELINE_C: &str = include_str!("../../../../reference/wc_baseline.c");
+const WC_BASELINE_C: &str = include_str!("../../../reference/wc_baseline.c");
 
 /// Builds the C reference into the cache folder (once).
 fn build_wc_baseline() -> Result<PathBuf> {
@@ -97,13 +97,13 @@ fn run_ember(rt: &Runtime, file: &Path, want: (u64, u64)) -> Result<Measured> {
     Ok(measured)
 }
 
-/// Runs `ember bench wordcount`.
+/// Runs `ember-bench wordcount`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = TextSpec {
         size: a.size,
         ..TextSpec::default()
     };
-    let file = crate::gen::cached_text(&spec)?;
+    let file = inputs::text(&spec).cached()?;
     let bin = build_wc_baseline()?;
     warm(&[&file])?;
     // The C reference's counts, which every ember run must match.

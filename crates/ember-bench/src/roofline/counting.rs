@@ -24,7 +24,7 @@ use ember::Input;
 use ember_apps::wordcount::{for_each_word_range, is_separator};
 
 use super::limit_rows;
-use crate::bench::harness::Contender;
+use crate::harness::Contender;
 
 /// Words between hashing a word (and prefetching its slot) and counting it.
 const AHEAD: usize = 32;

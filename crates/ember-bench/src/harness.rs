@@ -1,4 +1,4 @@
-//! The one way `ember bench` times contenders and prints their table.
+//! The one way `ember-bench` times contenders and prints their table.
 //!
 //! A [`Contender`] is a name and a closure that runs it once and says what
 //! the run [`Measured`]. [`measure`] runs all of a bench's contenders
@@ -11,9 +11,8 @@ use std::time::Instant;
 use anyhow::Result;
 use ember::Stats;
 
-use super::machine::cpu_secs;
-use super::roofline::Role;
-use super::rss::{self, Peak};
+use crate::machine::cpu_secs;
+use crate::rss::{self, Peak};
 
 /// The median of some (at least one) timings: the middle one, or the mean
 /// of the middle two.
@@ -85,6 +84,19 @@ impl Measured {
             memory: rss::finish(base),
         })
     }
+}
+
+/// What a row of a bench's table is on the roofline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The workload's work on this many threads, reported as a share of
+    /// the limits on as many.
+    Work(usize),
+    /// A limit of the work on this many threads.
+    Limit(usize),
+    /// Neither (a bench that is not a workload's).
+    #[default]
+    Other,
 }
 
 /// The closure that runs a contender once.

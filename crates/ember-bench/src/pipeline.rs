@@ -1,4 +1,4 @@
-//! `ember bench pipeline`: the barrier and the pipelined mode on the same
+//! `ember-bench pipeline`: the barrier and the pipelined mode on the same
 //! inputs, in one run, with each run's phases and CPU utilization.
 //!
 //! Cases (rows of the table; a workload is added with one [`Case`]):
@@ -25,6 +25,7 @@ use std::hint::black_box;
 
 use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
+use ember::tune::parse_size;
 use ember::tune::{Mode, PipelineOptions};
 use ember::{
     Bytes, Emit, Input, Job, KeyHint, MapResult, Records, RunOptions, Runtime, Split, Stats, Sum,
@@ -33,13 +34,12 @@ use ember_apps::histogram;
 use ember_apps::inverted_index::{self, Docs};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::{for_each_word, is_separator, WordCount};
+use ember_cli::inputs;
 
-use crate::common::parse_size;
+use crate::harness::{measure, median, Contender, Measured, Row};
+use crate::machine::{all_threads, cpu_secs};
 
-use super::harness::{measure, median, Contender, Measured, Row};
-use super::machine::{all_threads, cpu_secs};
-
-/// `ember bench pipeline`.
+/// `ember-bench pipeline`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Corpus size (1M-word vocabulary, Zipf 1.0, as word count's).
@@ -275,7 +275,7 @@ fn settings(a: &Args, threads: usize) -> Vec<Setting> {
     settings
 }
 
-/// Runs `ember bench pipeline`.
+/// Runs `ember-bench pipeline`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = TextSpec {
         size: a.size,
@@ -283,7 +283,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         zipf: a.zipf,
         ..TextSpec::default()
     };
-    let file = crate::gen::cached_text(&spec)?;
+    let file = inputs::text(&spec).cached()?;
     let input = Input::file(&file)?;
     let threads = all_threads(a.threads);
     let rt = Runtime::builder().threads(threads).build()?;

@@ -1,18 +1,19 @@
-//! `ember bench linear-regression`: ember vs the sequential linear
+//! `ember-bench linear-regression`: ember vs the sequential linear
 //! regression and a plain memory read of the points.
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
+use ember::tune::parse_size;
 use ember::{Input, RunOptions};
 use ember_apps::linear_regression::{self, PointsSpec};
+use ember_cli::inputs;
 
-use super::machine::all_threads;
-use super::roofline;
-use super::versus::{against_sequential, warm};
-use super::BenchArgs;
-use crate::common::parse_size;
+use crate::machine::all_threads;
+use crate::roofline;
+use crate::versus::{against_sequential, warm};
+use crate::BenchArgs;
 
-/// `ember bench linear-regression`.
+/// `ember-bench linear-regression`.
 #[derive(ClapArgs)]
 #[command(mut_arg("threads", |a| a.help(
     "Threads for the \"all threads\" rows (default: all CPUs)"
@@ -25,13 +26,13 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-/// Runs `ember bench linear-regression`.
+/// Runs `ember-bench linear-regression`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let spec = PointsSpec {
         size: a.size,
         ..PointsSpec::default()
     };
-    let file = crate::linear_regression::cached(spec)?;
+    let file = inputs::points(spec).cached()?;
     let bytes = warm(&[&file])?;
     let sequential = || {
         Ok(linear_regression::sequential(
@@ -45,12 +46,12 @@ pub(crate) fn run(a: Args) -> Result<()> {
         &want,
         sequential,
         |rt| {
-            crate::linear_regression::sums(
+            let input = Input::file(&file)?;
+            Ok(linear_regression::run_input(
                 rt,
-                &file,
-                ember::tune::Ingest::Mmap,
+                &input,
                 &RunOptions::default(),
-            )
+            )?)
         },
         roofline::bandwidth(&files, all_threads(a.bench.threads)),
     )?;

@@ -1,19 +1,19 @@
-//! `ember bench kmeans`: the sequential k-means vs ember.
+//! `ember-bench kmeans`: the sequential k-means vs ember.
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
-use ember::RunOptions;
+use ember::{Input, RunOptions};
 use ember_apps::kmeans;
+use ember_apps::matrix::Matrix;
+use ember_cli::args::KmeansArgs;
+use ember_cli::inputs;
 
-use crate::kmeans::{points_spec, ParamArgs};
-use crate::numeric;
+use crate::machine::all_threads;
+use crate::roofline;
+use crate::versus::against_sequential;
+use crate::BenchArgs;
 
-use super::machine::all_threads;
-use super::roofline;
-use super::versus::against_sequential;
-use super::BenchArgs;
-
-/// `ember bench kmeans`.
+/// `ember-bench kmeans`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
     /// Number of points (WORKLOADS.md: 500,000 in 3 dimensions, values in 0..1000).
@@ -23,16 +23,16 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 3)]
     dims: u64,
     #[command(flatten)]
-    params: ParamArgs,
+    params: KmeansArgs,
     #[command(flatten)]
     bench: BenchArgs,
 }
 
-/// Runs `ember bench kmeans`.
+/// Runs `ember-bench kmeans`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let spec = points_spec(a.points, a.dims, 1000, 7)?;
-    let input = numeric::open(&numeric::cached_matrix(&spec)?)?;
-    let points = numeric::matrix(&input)?;
+    let spec = inputs::kmeans_points(a.points, a.dims, 1000, 7)?;
+    let input = Input::file(inputs::matrix(&spec).cached()?)?;
+    let points = Matrix::from_input(&input)?;
     let params = a.params.params();
     let sequential = || Ok(kmeans::sequential(&points, params)?);
     let want = sequential()?;

@@ -29,22 +29,9 @@ use anyhow::{ensure, Result};
 use ember::Input;
 use ember_apps::histogram::{Bmp, Counts};
 
-use super::harness::{Contender, Measured};
+use crate::harness::{Contender, Measured, Role};
 
 pub(crate) mod counting;
-
-/// What a row of a bench's table is on the roofline.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum Role {
-    /// The workload's work on this many threads, reported as a share of
-    /// the limits on as many.
-    Work(usize),
-    /// A limit of the work on this many threads.
-    Limit(usize),
-    /// Neither (a bench that is not a workload's).
-    #[default]
-    Other,
-}
 
 /// One contender per thread count (1, then `threads` when more), named
 /// `what` and the count, each run by `run(threads)`, as limit rows.
@@ -287,7 +274,7 @@ pub(crate) fn arithmetic<'a>(macs: f64, threads: usize) -> Vec<Contender<'a>> {
         .collect()
 }
 
-/// One workload's line of `ember bench all`'s summary.
+/// One workload's line of `ember-bench all`'s summary.
 #[derive(Clone, Debug)]
 pub(crate) struct Line {
     /// The workload (the bench's name).

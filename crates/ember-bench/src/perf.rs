@@ -1,4 +1,4 @@
-//! `ember bench isolate --perf`: a contender run once more under `perf
+//! `ember-bench isolate --perf`: a contender run once more under `perf
 //! record -g` (the software `cpu-clock` event, which a VM without
 //! hardware counters has too; children followed, as `perf record` does by
 //! default), and the share of its samples in the kernel, in the
@@ -8,6 +8,8 @@ use std::ffi::OsString;
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
+
+use crate::rss;
 
 /// The page fault's entry points: their inclusive share is the fault
 /// path's (the larger, as one calls the other).
@@ -56,12 +58,12 @@ pub(crate) fn unavailable() -> Option<String> {
     }
 }
 
-/// Runs this program (`ember`) with `args` under `perf record -g`, its
-/// standard output dropped, and profiles it.
+/// Runs the `ember` command ([`rss::ember`]) with `args` under `perf
+/// record -g`, its standard output dropped, and profiles it.
 pub(crate) fn profile(args: &[OsString]) -> Result<Profile> {
     let dir = tempfile::tempdir().context("a folder for perf's data")?;
     let data = dir.path().join("perf.data");
-    let exe = std::env::current_exe().context("finding the ember binary")?;
+    let exe = rss::ember()?;
     let status = Command::new("perf")
         .args(["record", "-q", "-g", "-e", "cpu-clock", "-o"])
         .arg(&data)

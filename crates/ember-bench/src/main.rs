@@ -1,4 +1,4 @@
-//! `ember bench`: ember against baselines, as ratios measured in one run.
+//! `ember-bench`: ember against baselines, as ratios measured in one run.
 //!
 //! [`harness`] times a bench's contenders (interleaved round-robin, so
 //! noise on a shared machine hits all alike) and prints their table;
@@ -8,9 +8,21 @@
 //! limit in the same run, and [`rss`] each row's peak memory. Each
 //! workload's file declares its input, its baselines, its ember
 //! contenders, its limits and its bar line.
+//!
+//! The inputs are generated once into the cache folder by the `ember`
+//! command's library ([`ember_cli::inputs`]). The benches that time the
+//! `ember` command itself as a child process (`sort`, `inverted-index`,
+//! `spill`, `isolate`, and so `all`) run the one built beside this binary
+//! ([`rss::ember`]): `cargo build --release` builds it, `cargo build
+//! --release -p ember-bench` this one.
+
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
+use ember_cli::output;
 
 mod containers;
 mod harness;
@@ -35,9 +47,19 @@ mod string_match;
 mod versus;
 mod wordcount;
 
+/// ember-bench: ember against its baselines and its limits, ratios
+/// measured in one run (a workload's bench has the name of its `ember`
+/// command).
+#[derive(Parser)]
+#[command(name = "ember-bench", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    bench: Bench,
+}
+
 /// The benchmarks. A workload's bench has the name of its command.
 #[derive(Subcommand)]
-pub(crate) enum Bench {
+enum Bench {
     /// Every workload of the suite in turn (wordcount, histogram,
     /// linear-regression, string-match, inverted-index, sort, kmeans, pca,
     /// matrix-multiply), each with its default sizes.
@@ -84,14 +106,46 @@ pub(crate) enum Bench {
     Numa(numa::Args),
 }
 
+fn main() -> ExitCode {
+    output::die_on_broken_pipe();
+    let cli = Cli::parse();
+    // On Ctrl-C, the signal thread removes an input half written to the
+    // cache and the spill directories in use.
+    if let Err(e) = output::on_signals(|| {}).and_then(|()| output::watch()) {
+        eprintln!("ember-bench: cannot handle signals: {e}");
+        return ExitCode::FAILURE;
+    }
+    match run(cli.bench) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            output::yield_to_signal();
+            eprintln!("ember-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Runs a benchmark, then says what the machine gave it
 /// ([`machine::around`]); `all` runs each bench of the suite so.
-pub(crate) fn run(b: Bench) -> Result<()> {
+fn run(b: Bench) -> Result<()> {
+    if times_the_command(&b) {
+        // Found before the bench runs, not after minutes of it.
+        rss::ember()?;
+    }
     if matches!(b, Bench::All) {
         // Each bench of the suite says what the machine gave it.
         return all();
     }
     machine::around(|| run_one(b))
+}
+
+/// Whether the bench runs the `ember` command as a child process (for a
+/// row, or for the peak memory of the command a user runs).
+fn times_the_command(b: &Bench) -> bool {
+    matches!(
+        b,
+        Bench::All | Bench::Sort(_) | Bench::InvertedIndex(_) | Bench::Spill(_) | Bench::Isolate(_)
+    )
 }
 
 fn run_one(b: Bench) -> Result<()> {
@@ -116,7 +170,7 @@ fn run_one(b: Bench) -> Result<()> {
     }
 }
 
-/// The workload benches `ember bench all` runs, in order.
+/// The workload benches `ember-bench all` runs, in order.
 const SUITE: [&str; 9] = [
     "wordcount",
     "histogram",
@@ -129,18 +183,12 @@ const SUITE: [&str; 9] = [
     "matrix-multiply",
 ];
 
-/// One bench as the command line names it, with its default arguments.
-#[derive(Parser)]
-struct Named {
-    #[command(subcommand)]
-    bench: Bench,
-}
-
 /// Runs every bench of [`SUITE`] with its defaults.
 fn all() -> Result<()> {
     for (i, name) in SUITE.iter().enumerate() {
-        println!("\n=== ember bench {name} ({} of {})", i + 1, SUITE.len());
-        run(Named::try_parse_from(["ember bench", name])?.bench)?;
+        println!("\n=== ember-bench {name} ({} of {})", i + 1, SUITE.len());
+        // The bench as the command line names it, with its defaults.
+        run(Cli::try_parse_from(["ember-bench", name])?.bench)?;
     }
     roofline::print_summary();
     Ok(())
@@ -165,10 +213,18 @@ pub(crate) struct BenchArgs {
 mod tests {
     use super::*;
 
+    /// clap's own checks of every subcommand (unique argument and group
+    /// names, ...), which a release build skips.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
     #[test]
     fn the_suite_names_workload_benches() {
         for name in SUITE {
-            let named = Named::try_parse_from(["ember bench", name]).unwrap();
+            let named = Cli::try_parse_from(["ember-bench", name]).unwrap();
             assert!(!matches!(named.bench, Bench::All), "{name}");
         }
     }
@@ -181,7 +237,7 @@ mod tests {
             ("invindex", "inverted-index"),
             ("matmul", "matrix-multiply"),
         ] {
-            let parse = |name| Named::try_parse_from(["ember bench", name]).unwrap().bench;
+            let parse = |name| Cli::try_parse_from(["ember-bench", name]).unwrap().bench;
             assert_eq!(
                 std::mem::discriminant(&parse(old)),
                 std::mem::discriminant(&parse(new)),

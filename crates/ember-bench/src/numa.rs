@@ -1,4 +1,4 @@
-//! `ember bench numa`: the NUMA-aware schedule (one split queue per node,
+//! `ember-bench numa`: the NUMA-aware schedule (one split queue per node,
 //! stealing nearest first) against one shared queue, on word count and
 //! string match over memory-mapped files.
 //!
@@ -19,19 +19,20 @@ use std::time::Instant;
 
 use anyhow::{ensure, Result};
 use clap::Args as ClapArgs;
+use ember::tune::parse_size;
 use ember::tune::{Ingest, Locality, Topology};
 use ember::{Input, RunOptions, Runtime, Stats};
-use ember_apps::string_match::{KeysSpec, Targets};
+use ember_apps::string_match::{self, KeysSpec, Targets};
 use ember_apps::text::TextSpec;
 use ember_apps::wordcount::WordCount;
+use ember_cli::inputs;
 
-use super::harness::{measure, print_table, Contender, Measured, Row};
-use super::machine::all_threads;
-use super::versus::warm;
-use super::BenchArgs;
-use crate::common::parse_size;
+use crate::harness::{measure, print_table, Contender, Measured, Row};
+use crate::machine::all_threads;
+use crate::versus::warm;
+use crate::BenchArgs;
 
-/// `ember bench numa`.
+/// `ember-bench numa`.
 #[derive(ClapArgs)]
 #[command(mut_arg("threads", |a| a.help("Worker threads (default: all CPUs)")))]
 pub(crate) struct Args {
@@ -52,7 +53,7 @@ pub(crate) struct Args {
 /// A row: its name, topology and locality.
 type Setup = (String, Topology, Locality);
 
-/// Runs `ember bench numa`.
+/// Runs `ember-bench numa`.
 pub(crate) fn run(a: Args) -> Result<()> {
     let threads = all_threads(a.bench.threads);
     let setups: Vec<Setup> = match a.machine {
@@ -103,15 +104,16 @@ pub(crate) fn run(a: Args) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     println!("topology: {:?}", runtimes.last().map(Runtime::topology));
 
-    let text = crate::gen::cached_text(&TextSpec {
+    let text = inputs::text(&TextSpec {
         size: a.size,
         ..TextSpec::default()
-    })?;
+    })
+    .cached()?;
     let keys_spec = KeysSpec {
         size: a.size,
         ..KeysSpec::default()
     };
-    let keys = crate::string_match::cached(&keys_spec)?;
+    let keys = inputs::keys(&keys_spec).cached()?;
     let (text, keys) = match a.machine {
         true => {
             let t = runtimes[0].topology();
@@ -128,7 +130,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
     };
     let string_match = |rt: &Runtime| -> Result<Stats> {
         let opts = RunOptions::default();
-        Ok(crate::string_match::search(rt, &keys, Ingest::Mmap, &targets, &opts)?.1)
+        let input = Input::open([&keys], Ingest::Mmap)?;
+        Ok(string_match::run_input(rt, &input, &targets, &opts)?.1)
     };
     let read = read_secs_per_byte(&text)?;
     println!(
