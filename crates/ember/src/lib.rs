@@ -101,7 +101,6 @@ pub mod tune {
     pub use crate::ingest::{DEFAULT_CHUNK_BUFFERS, DEFAULT_CHUNK_SIZE};
     pub use crate::input::{Ingest, DEFAULT_SPLIT_SIZE};
     pub use crate::memory::default_limit as default_memory_limit;
-    pub use crate::merge::MergeKind;
     pub use crate::pipeline::{default_max_buffered_bytes, PipelineOptions, DEFAULT_BUFFER_BYTES};
     pub use crate::plan::Mode;
     pub use crate::pool::{Locality, Topology};

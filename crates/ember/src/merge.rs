@@ -1,18 +1,15 @@
 //! The merge phase: ordering the reduce output, by key or by the job's
 //! comparator, on all workers.
 //!
-//! Two strategies ([`MergeKind`]):
-//!
-//! - **p-way** (the default; SupMR section IV, PSRS in Metis section 3.3):
-//!   every run is sorted on its own, in parallel; regular samples of the
-//!   sorted runs give splitters that cut the key space into ranges of about
-//!   equal size; each range is then merged from all runs at once (a
-//!   branch-free loser tree over the runs' heads), every range by its own
-//!   task, straight into its slice of the output. One pass over the data,
-//!   all workers busy to the end, and stable: equal items keep run order.
-//! - **concat-sort**: concatenate the runs and run rayon's parallel sort
-//!   over everything, a log(n)-deep tree of merges whose last levels use
-//!   few workers. For `ember bench merge` to compare the p-way merge with.
+//! A p-way merge (SupMR section IV, PSRS in Metis section 3.3): every run
+//! is sorted on its own, in parallel; regular samples of the sorted runs
+//! give splitters that cut the key space into ranges of about equal size;
+//! each range is then merged from all runs at once (a branch-free loser
+//! tree over the runs' heads), every range by its own task, straight into
+//! its slice of the output. One pass over the data, all workers busy to
+//! the end, and stable: equal items keep run order. `ember-bench merge`
+//! measures it against concatenating the runs and sorting them with
+//! rayon's parallel sort, whose last merge levels use few workers.
 //!
 //! A top-k run never sorts everything: each run keeps only its own k best
 //! (selection, linear time), and only those candidates are ordered.
@@ -20,20 +17,7 @@
 use std::cmp::Ordering;
 use std::mem::MaybeUninit;
 
-use rayon::prelude::*;
-
 use crate::pool::Pool;
-
-/// How the merge phase orders the output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MergeKind {
-    /// Sort runs in parallel, then one p-way merge pass over key ranges.
-    #[default]
-    PWay,
-    /// Concatenate, then one parallel sort (a baseline for benchmarks).
-    ConcatSort,
-}
 
 /// Ranges per worker in a p-way merge: a few, so that ranges balance.
 const RANGES_PER_WORKER: usize = 4;
@@ -43,49 +27,47 @@ const SAMPLES_PER_RUN: usize = 64;
 /// Orders the union of the runs by `cmp` (an unstable order: the runs'
 /// items are distinct under it), or selects its first `top` items when
 /// given ([`top_k`]).
-pub(crate) fn order<T, F>(
-    (pool, kind, top): (&Pool, MergeKind, Option<usize>),
-    runs: Vec<Vec<T>>,
-    cmp: F,
-) -> Vec<T>
+pub(crate) fn order<T, F>((pool, top): (&Pool, Option<usize>), runs: Vec<Vec<T>>, cmp: F) -> Vec<T>
 where
     T: Send,
     F: Fn(&T, &T) -> Ordering + Sync,
 {
     match top {
         Some(k) => top_k(pool, runs, k, cmp),
-        None => merge(pool, kind, runs, false, cmp),
+        None => merge::<T, F, false>(pool, runs, &cmp),
     }
 }
 
 /// Orders the union of the runs. Stable with respect to run order and, in
-/// each run, to position, when `stable` is set (ties then keep input order);
-/// otherwise ties are in an unspecified order.
-pub(crate) fn merge<T, F>(
-    pool: &Pool,
-    kind: MergeKind,
-    runs: Vec<Vec<T>>,
-    stable: bool,
-    cmp: F,
-) -> Vec<T>
+/// each run, to position, when `STABLE` (ties then keep input order);
+/// otherwise ties are in an unspecified order. A constant, so that each
+/// caller compiles only the sort it uses.
+pub(crate) fn merge<T, F, const STABLE: bool>(pool: &Pool, mut runs: Vec<Vec<T>>, cmp: &F) -> Vec<T>
 where
     T: Send,
     F: Fn(&T, &T) -> Ordering + Sync,
 {
-    match kind {
-        MergeKind::PWay => pway(pool, runs, stable, &cmp),
-        MergeKind::ConcatSort => {
-            let mut all = concat(runs);
-            pool.install(|| {
-                if stable {
-                    all.par_sort_by(&cmp)
-                } else {
-                    all.par_sort_unstable_by(&cmp)
-                }
-            });
-            all
-        }
+    let sort = |run: &mut Vec<T>| match STABLE {
+        true => run.sort_by(cmp),
+        false => run.sort_unstable_by(cmp),
+    };
+    runs.retain(|r| !r.is_empty());
+    let n: usize = runs.iter().map(Vec::len).sum();
+    let ranges = pool.threads() * RANGES_PER_WORKER;
+    if runs.len() <= 1 || n < 2 * ranges * SAMPLES_PER_RUN {
+        // Too small to split up: one sort.
+        let mut all = concat(runs);
+        sort(&mut all);
+        return all;
     }
+    // 1. Sort every run, in parallel.
+    let runs = pool.map_each(runs, |_, mut r| {
+        sort(&mut r);
+        r
+    });
+    let splitters = splitters(&runs, ranges, cmp);
+    let cuts = cuts(&runs, &splitters, cmp);
+    merge_ranges(pool, runs, cuts, n, cmp)
 }
 
 fn concat<T>(runs: Vec<Vec<T>>) -> Vec<T> {
@@ -94,39 +76,6 @@ fn concat<T>(runs: Vec<Vec<T>>) -> Vec<T> {
         all.extend(run);
     }
     all
-}
-
-fn pway<T, F>(pool: &Pool, mut runs: Vec<Vec<T>>, stable: bool, cmp: &F) -> Vec<T>
-where
-    T: Send,
-    F: Fn(&T, &T) -> Ordering + Sync,
-{
-    runs.retain(|r| !r.is_empty());
-    let n: usize = runs.iter().map(Vec::len).sum();
-    let ranges = pool.threads() * RANGES_PER_WORKER;
-    if runs.len() <= 1 || n < 2 * ranges * SAMPLES_PER_RUN {
-        // Too small to split up: one sort.
-        let mut all = concat(runs);
-        if stable {
-            all.sort_by(cmp);
-        } else {
-            all.sort_unstable_by(cmp);
-        }
-        return all;
-    }
-    pool.install(|| {
-        // 1. Sort every run, in parallel.
-        runs.par_iter_mut().for_each(|r| {
-            if stable {
-                r.sort_by(cmp)
-            } else {
-                r.sort_unstable_by(cmp)
-            }
-        });
-        let splitters = splitters(&runs, ranges, cmp);
-        let cuts = cuts(&runs, &splitters, cmp);
-        merge_ranges(runs, cuts, n, cmp)
-    })
 }
 
 /// Step 2: splitters from regular samples of the sorted runs: positions
@@ -181,8 +130,13 @@ where
 /// straight into its own slice of the output: every item is moved once,
 /// from its run to its place (cutting the runs into owned pieces and
 /// concatenating the merged ranges would copy everything twice more).
-/// Runs on the calling pool.
-fn merge_ranges<T, F>(mut runs: Vec<Vec<T>>, starts: Vec<Vec<usize>>, n: usize, cmp: &F) -> Vec<T>
+fn merge_ranges<T, F>(
+    pool: &Pool,
+    mut runs: Vec<Vec<T>>,
+    starts: Vec<Vec<usize>>,
+    n: usize,
+    cmp: &F,
+) -> Vec<T>
 where
     T: Send,
     F: Fn(&T, &T) -> Ordering + Sync,
@@ -215,9 +169,7 @@ where
         // through the run again: the pieces own them.
         unsafe { run.set_len(0) };
     }
-    tasks
-        .into_par_iter()
-        .for_each(|(mut pieces, dst)| kway(&mut pieces, dst, cmp));
+    pool.map_each(tasks, |_, (mut pieces, dst)| kway(&mut pieces, dst, cmp));
     // SAFETY: the ranges' slices tile out[..n] and `kway` wrote every slot
     // of its slice (it writes exactly as many items as its pieces hold,
     // which is the slice's length).
@@ -267,7 +219,7 @@ impl<T> Piece<T> {
 /// winner's leaf-to-root path is replayed, one comparison per level, half
 /// the comparisons of a binary heap's sift-down. On random keys every
 /// comparison is a coin flip the branch predictor loses, so their number
-/// is the merge's cost (`ember bench merge` measures it; the heap it
+/// is the merge's cost (`ember-bench merge` measures it; the heap it
 /// replaced is in `docs/measurements.md`).
 ///
 /// The replay is written as selects, not branches, so it compiles to
@@ -342,16 +294,12 @@ where
     if k == 0 {
         return Vec::new();
     }
-    let candidates: Vec<Vec<T>> = pool.install(|| {
-        runs.into_par_iter()
-            .map(|mut run| {
-                if run.len() > k {
-                    run.select_nth_unstable_by(k - 1, &cmp);
-                    run.truncate(k);
-                }
-                run
-            })
-            .collect()
+    let candidates = pool.map_each(runs, |_, mut run| {
+        if run.len() > k {
+            run.select_nth_unstable_by(k - 1, &cmp);
+            run.truncate(k);
+        }
+        run
     });
     let mut best = concat(candidates);
     best.sort_unstable_by(&cmp);
@@ -370,9 +318,8 @@ mod tests {
         let runs: Vec<Vec<u32>> = (0..5)
             .map(|r| (0..100).map(|i| (i * 37 + r * 11) % 101).collect())
             .collect();
-        let all = merge(&pool, MergeKind::ConcatSort, runs.clone(), false, |a, b| {
-            b.cmp(a)
-        });
+        let mut all = runs.concat();
+        all.sort_by(|a, b| b.cmp(a));
         for k in [0, 1, 7, 100, 1000] {
             let top = top_k(&pool, runs.clone(), k, |a, b| b.cmp(a));
             assert_eq!(top, all[..k.min(all.len())]);
@@ -382,9 +329,10 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
-        /// Both merges give the stable sort of the runs' concatenation:
-        /// equal keys keep (run, position) order. Few distinct keys force
-        /// ties across range boundaries.
+        /// The stable merge gives the stable sort of the runs'
+        /// concatenation: equal keys keep (run, position) order, and the
+        /// unstable one the same keys in the same order. Few distinct keys
+        /// force ties across range boundaries.
         #[test]
         fn pway_is_a_stable_sort(
             runs in proptest::collection::vec(proptest::collection::vec(0u8..6, 0..700), 0..12),
@@ -396,10 +344,12 @@ mod tests {
             let mut want: Vec<(u8, u32)> = runs.concat();
             want.sort_by_key(|p| p.0);
             let pool = Pool::new(threads, true).unwrap();
-            for kind in [MergeKind::PWay, MergeKind::ConcatSort] {
-                let got = merge(&pool, kind, runs.clone(), true, |a, b| a.0.cmp(&b.0));
-                prop_assert_eq!(&got, &want);
-            }
+            let by_key = |a: &(u8, u32), b: &(u8, u32)| a.0.cmp(&b.0);
+            let got = merge::<_, _, true>(&pool, runs.clone(), &by_key);
+            prop_assert_eq!(&got, &want);
+            let keys = |v: &[(u8, u32)]| v.iter().map(|p| p.0).collect::<Vec<_>>();
+            let unstable = merge::<_, _, false>(&pool, runs, &by_key);
+            prop_assert_eq!(keys(&unstable), keys(&want));
         }
     }
 }

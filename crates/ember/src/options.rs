@@ -4,7 +4,6 @@ use std::path::PathBuf;
 
 use crate::derive::setters;
 use crate::job::ContainerKind;
-use crate::merge::MergeKind;
 use crate::pipeline::PipelineOptions;
 use crate::plan::Mode;
 use crate::progress::{Progress, Watch};
@@ -24,8 +23,6 @@ pub struct RunOptions {
     pub top: Option<usize>,
     /// Force an intermediate container (overrides the job's choice).
     pub container: Option<ContainerKind>,
-    /// How the merge phase orders the output (default: p-way).
-    pub merge: Option<MergeKind>,
     /// Bytes per ingest chunk for a streamed input (default 64 MiB, or
     /// less under a memory limit the caller set: the buffers then take at
     /// most a quarter of it, with chunks of at least 1 MiB).
@@ -66,7 +63,6 @@ setters!(RunOptions {
     split_size: usize,
     top: usize,
     container: ContainerKind,
-    merge: MergeKind,
     chunk_size: usize,
     chunk_buffers: usize,
     mode: Mode,

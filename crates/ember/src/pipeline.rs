@@ -241,7 +241,7 @@ pub(crate) fn run<J: Job>(
     let combiner = job.combiner();
     let spiller = Spiller::new(&memory, (job, &combiner, threads), work.watch);
     let first_byte = |i: usize| split_in(work.input, &work.splits[i]).data.as_ptr();
-    let tasks = Tasks::new(pool, work.splits.len(), first_byte);
+    let tasks = Tasks::new(pool, work.splits.len(), &first_byte);
     let x = exchange::Exchange::new(job, threads, tasks, (sizing, &spiller), work.watch);
 
     let start = Instant::now();

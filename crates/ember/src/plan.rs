@@ -16,7 +16,6 @@ use crate::error::{Error, Result};
 use crate::input::Input;
 use crate::job::{ContainerKind, Job, KeyHint};
 use crate::key::Key;
-use crate::merge::MergeKind;
 use crate::predict::Prediction;
 
 /// Pairs per reduce partition the append container aims at when the sample
@@ -191,8 +190,6 @@ pub struct Plan {
     pub ingest: IngestKind,
     /// Reduce partitions per worker container.
     pub partitions: usize,
-    /// How the output is ordered.
-    pub merge: MergeKind,
 }
 
 impl Default for Plan {
@@ -206,7 +203,6 @@ impl Default for Plan {
             mode_reason: ModeReason::Auto,
             ingest: IngestKind::Memory,
             partitions: 1,
-            merge: MergeKind::default(),
         }
     }
 }
@@ -266,7 +262,7 @@ impl Request {
         let r = Request {
             container: container.unwrap_or_else(|| job.container()),
             hint: job.keys(),
-            dense_ok: J::Key::from_index(0).is_some(),
+            dense_ok: J::Key::INDEXED,
             folds: J::Combiner::FOLDS,
             pipelinable: job.pipelinable(),
             mode: mode.unwrap_or_default(),
@@ -326,7 +322,6 @@ impl Request {
         &self,
         prediction: Option<&Prediction>,
         (streamed, mapped, tight): (bool, bool, bool),
-        merge: MergeKind,
     ) -> Plan {
         let unsampled = match (tight, streamed) {
             (true, _) => Unsampled::Budget,
@@ -354,7 +349,6 @@ impl Request {
             mode_reason,
             ingest,
             partitions,
-            merge,
         }
     }
 
@@ -555,7 +549,7 @@ impl fmt::Display for ModeReason {
             ModeReason::Caller => f.write_str("chosen by the caller"),
             ModeReason::Auto => f.write_str(
                 "auto: the barrier, which measured as fast as pipelining or faster \
-                 (ember bench pipeline); --mode pipelined overlaps map and reduce",
+                 (ember-bench pipeline); --mode pipelined overlaps map and reduce",
             ),
             ModeReason::NotPipelinable { asked } => write!(
                 f,

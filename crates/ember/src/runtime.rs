@@ -482,7 +482,6 @@ impl Runtime {
         let plan = request.decide(
             sample.prediction.as_ref(),
             (input.is_streamed(), input.is_mapped(), tight),
-            opts.merge.unwrap_or_default(),
         );
         stats.sample_secs = sample.secs;
         stats.predicted_keys_per_worker = sample.prediction.as_ref().map(|p| p.keys_per_worker);
@@ -645,7 +644,7 @@ impl Runtime {
         let _phase = watch.phase(Phase::Merge);
         stats.distinct_keys = runs.iter().map(Vec::len).sum::<usize>() as u64;
         let by_key = each.is_some() || job.output_order() == OutputOrder::Key;
-        let how = (&self.pool, stats.plan.merge, top);
+        let how = (&self.pool, top);
         // Two comparators, each its own instance of the sort: the key's
         // alone is small enough to inline into it.
         let mut pairs = unwind::catch(Phase::Merge, || match by_key {
@@ -706,7 +705,6 @@ impl Runtime {
             },
             ingest: Request::ingest(input),
             partitions: 0,
-            merge: opts.merge.unwrap_or_default(),
         };
         let busy = Busy::new(&self.pool);
         let source = self.source(input, splits, job.records(), opts)?;
@@ -740,7 +738,7 @@ impl Runtime {
         let pairs = if job.sort_output() {
             let by_key = |a: &(J::Key, J::Value), b: &(J::Key, J::Value)| a.0.cmp(&b.0);
             unwind::catch(Phase::Merge, || {
-                merge::merge(&self.pool, stats.plan.merge, runs, true, by_key)
+                merge::merge::<_, _, true>(&self.pool, runs, &by_key)
             })?
         } else {
             runs.into_iter().flatten().collect()

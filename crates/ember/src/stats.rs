@@ -43,7 +43,7 @@ pub struct Stats {
     pub peak_chunk_bytes: u64,
     /// Splits the input was cut into.
     pub splits: usize,
-    /// The run's decisions: container, mode, ingest, partitions, merge,
+    /// The run's decisions: container, mode, ingest, partitions,
     /// each with its reason.
     pub plan: Plan,
     /// Distinct keys per worker the sample predicted (when sampled).

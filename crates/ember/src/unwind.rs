@@ -19,6 +19,15 @@ use crate::error::{Error, Phase, Result};
 /// The closure is asserted unwind-safe: after a panic the run is abandoned
 /// and its partial state dropped, never observed.
 pub(crate) fn catch<R>(phase: Phase, f: impl FnOnce() -> R) -> Result<R> {
+    let mut f = Some(f);
+    let mut made = None;
+    catch_dyn(phase, &mut || made = f.take().map(|f| f()))?;
+    Ok(made.expect("catch runs its closure"))
+}
+
+/// [`catch`]'s work, compiled once: `catch_unwind` and its landing pad
+/// are otherwise instantiated anew for every closure of every job.
+fn catch_dyn(phase: Phase, f: &mut dyn FnMut()) -> Result<()> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|p| Error::panicked(phase, p))
 }
 
@@ -64,15 +73,31 @@ impl Failure {
     /// Runs `f` under [`catch`] for `phase`, recording the error it returns
     /// or its panic (unless it is [`Aborted`]); true when `f` succeeded.
     pub(crate) fn run(&self, phase: Phase, f: impl FnOnce() -> Result<()>) -> bool {
+        let mut f = Some(f);
+        let mut made = Ok(());
+        let mut once = || made = f.take().map_or(Ok(()), |f| f());
+        self.run_dyn(phase, &mut once) && self.ok(made)
+    }
+
+    /// [`Failure::run`]'s panic capture, compiled once: false (with the
+    /// panic recorded, unless it is [`Aborted`]) when `f` panicked.
+    fn run_dyn(&self, phase: Phase, f: &mut dyn FnMut()) -> bool {
         match catch_unwind(AssertUnwindSafe(f)) {
-            Ok(Ok(())) => true,
-            Ok(Err(e)) => {
-                self.record(e);
-                false
-            }
+            Ok(()) => true,
             Err(p) if p.is::<Aborted>() => false,
             Err(p) => {
                 self.record(Error::panicked(phase, p));
+                false
+            }
+        }
+    }
+
+    /// True for `Ok`; records an error and returns false.
+    fn ok(&self, made: Result<()>) -> bool {
+        match made {
+            Ok(()) => true,
+            Err(e) => {
+                self.record(e);
                 false
             }
         }

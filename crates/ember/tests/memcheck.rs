@@ -14,7 +14,6 @@
 use std::collections::BTreeMap;
 
 use ember::plumbing::INLINE_KEY_BYTES;
-use ember::tune::MergeKind;
 use ember::{
     Bytes, ContainerKind, Emit, Input, Job, KeepAll, MapResult, RunOptions, Runtime, Split, Sum,
 };
@@ -113,12 +112,11 @@ fn plain(pairs: Vec<(Bytes, String)>) -> Vec<(Vec<u8>, String)> {
 }
 
 /// Run options: small splits (many map tasks and partitions), a container
-/// and a merge.
-fn opts(container: ContainerKind, merge: MergeKind, top: Option<usize>) -> RunOptions {
+/// and maybe a top k.
+fn opts(container: ContainerKind, top: Option<usize>) -> RunOptions {
     RunOptions::default()
         .split_size(4 << 10)
         .container(container)
-        .merge(merge)
         .top(top)
 }
 
@@ -136,13 +134,13 @@ fn merges_and_containers_touch_only_what_they_own() {
             ContainerKind::Intern,
         ] {
             let what = format!("{threads} threads, {container:?}");
-            let all = opts(container, MergeKind::PWay, None);
+            let all = opts(container, None);
             let got = rt.run_with(&Count, &input, &all).unwrap();
             assert!(plain(got.pairs) == want, "{what}: counts");
             let got = rt.run_with(&Occurrences, &input, &all).unwrap();
             assert!(plain(got.pairs) == want, "{what}: occurrences");
             for k in [1, 100, WORDS + 1] {
-                let top = opts(container, MergeKind::PWay, Some(k));
+                let top = opts(container, Some(k));
                 let got = rt.run_with(&Count, &input, &top).unwrap();
                 let n = k.min(WORDS);
                 assert!(plain(got.pairs) == want[..n], "{what}: top {k}");

@@ -1,7 +1,7 @@
 //! The barrier mode (Phoenix, Metis): every worker maps the splits it pulls
 //! into its own container; when the last split is mapped, partition `p` of
 //! every worker's container is joined and reduced by one task, the
-//! partitions spread over the workers by rayon's work stealing.
+//! partitions handed out to the workers as they finish one.
 //!
 //! Under a memory budget a worker whose container passes its share spills
 //! it to disk and maps on; reduce then merges the spilled runs (`spill`).
@@ -9,8 +9,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
-
-use rayon::prelude::*;
 
 use crate::busy::{utilization, Busy};
 use crate::combine::Combiner;
@@ -171,16 +169,20 @@ fn reduce<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
         }
     }
     let tasks = Tasks::new(pool, watch);
-    let task = |(p, parts)| {
+    let task = |p, parts| {
         tasks.run(p, || {
             let reduce = || C::reduce(parts, combiner, |k, r| job.reduce(k, r));
             unwind::catch(Phase::Reduce, || busy.time(reduce))
         })
     };
     let runs: Vec<Result<Run<J>>> = if held <= SMALL_REDUCE && J::Combiner::FOLDS {
-        columns.into_iter().enumerate().map(task).collect()
+        columns
+            .into_iter()
+            .enumerate()
+            .map(|(p, c)| task(p, c))
+            .collect()
     } else {
-        pool.install(|| columns.into_par_iter().enumerate().map(task).collect())
+        pool.map_each(columns, task)
     };
     let runs = runs.into_iter().collect::<Result<Vec<_>>>()?;
     Ok((runs, tasks.counts()))

@@ -12,8 +12,6 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use rayon::prelude::*;
-
 use super::{Run, Tasks};
 use crate::busy::Busy;
 use crate::combine::Combiner;
@@ -358,15 +356,25 @@ pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
     busy: &Busy<'_>,
 ) -> Result<(Vec<Run<J>>, Vec<u64>)> {
     let (files, columns) = take_out(s, workers)?;
+    reduce_columns(pool, (job, s), (files, columns), busy)
+}
+
+/// [`reduce_spilled`] once the containers are taken out (compiled once
+/// per job, not per job and container).
+fn reduce_columns<J: Job>(
+    pool: &Pool,
+    (job, s): (&J, &Spiller<'_, J>),
+    (files, columns): (Files<J>, Columns<J>),
+    busy: &Busy<'_>,
+) -> Result<(Vec<Run<J>>, Vec<u64>)> {
     let tasks = Tasks::new(pool, s.watch);
-    let task = |(p, parts): (usize, Vec<Entries<J>>)| {
+    let task = |p, parts: Vec<Entries<J>>| {
         tasks.run(p, || {
             let merge = || merge_partition((job, s), &files, (p, parts));
             unwind::catch(Phase::Reduce, || busy.time(merge))?
         })
     };
-    let runs: Vec<Result<Run<J>>> =
-        pool.install(|| columns.into_par_iter().enumerate().map(task).collect());
+    let runs: Vec<Result<Run<J>>> = pool.map_each(columns, task);
     let runs = runs.into_iter().collect::<Result<Vec<_>>>()?;
     Ok((runs, tasks.counts()))
 }
@@ -388,20 +396,32 @@ pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
 pub(crate) fn stream_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     pool: &Pool,
     (job, s): (&J, &Spiller<'_, J>),
-    mut workers: Vec<Worker<C, J::Key>>,
+    workers: Vec<Worker<C, J::Key>>,
+    each: Each<'_, J>,
+) -> Result<(u64, Vec<u64>, MemoryStats)> {
+    let spilled = pool.map_each(workers, |_, mut w: Worker<C, J::Key>| {
+        let done = w.spill_rest(s);
+        (w, done)
+    });
+    let mut workers = Vec::with_capacity(spilled.len());
+    for (w, done) in spilled {
+        done?;
+        workers.push(w);
+    }
+    let written: Vec<Written> = workers.iter().map(Worker::written).collect();
+    let (files, _) = take_out(s, workers)?;
+    stream_files(pool, (job, s), (files, written), each)
+}
+
+/// [`stream_spilled`] once every worker's entries are on disk (compiled
+/// once per job, not per job and container).
+fn stream_files<J: Job>(
+    pool: &Pool,
+    (job, s): (&J, &Spiller<'_, J>),
+    (files, written): (Files<J>, Vec<Written>),
     each: Each<'_, J>,
 ) -> Result<(u64, Vec<u64>, MemoryStats)> {
     let codec = s.codec.expect("only a job with a codec spills");
-    let spilled = pool.install(|| {
-        let rest = |w: &mut Worker<C, J::Key>| w.spill_rest(s);
-        workers
-            .par_iter_mut()
-            .map(rest)
-            .collect::<Result<Vec<()>>>()
-    });
-    spilled?;
-    let written: Vec<Written> = workers.iter().map(Worker::written).collect();
-    let (files, _) = take_out(s, workers)?;
     // The containers are gone: the merge holds the budget.
     (0..written.len()).for_each(|w| s.ledger.hold(w, 0));
     let entry = std::mem::size_of::<(J::Key, J::Out)>();

@@ -185,8 +185,11 @@ where
         }
         ContainerKind::HashTree => visitor
             .visit(|_| Counting::new(HashTreeContainer::new(partitions, keys, combiner.clone()))),
-        ContainerKind::Array => visitor
+        // A constant test: a key type without an index never compiles the
+        // array container (the plan refuses it for such keys).
+        ContainerKind::Array if K::INDEXED => visitor
             .visit(|_| Counting::new(ArrayContainer::new(dense, partitions, combiner.clone()))),
+        ContainerKind::Array => unreachable!("the array container needs an indexed key type"),
         ContainerKind::Append => {
             visitor.visit(|_| Counting::new(AppendContainer::new(partitions, pairs)))
         }

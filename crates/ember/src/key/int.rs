@@ -41,6 +41,7 @@ macro_rules! word_key {
             fn borrow_ref<'a, 'r>(r: &'a Self::Ref<'r>) -> &'a Self::Borrowed<'r> {
                 r
             }
+            const INDEXED: bool = true;
             #[inline(always)]
             fn as_index($x: $t) -> Option<usize> {
                 $index

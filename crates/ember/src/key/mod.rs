@@ -67,6 +67,11 @@ pub trait Key: Ord + Send + Sync + Sized + for<'a> Borrow<Self::Borrowed<'a>> + 
     /// An emitted key in its borrowed form.
     fn borrow_ref<'a, 'r>(r: &'a Self::Ref<'r>) -> &'a Self::Borrowed<'r>;
 
+    /// True for key types that [`Key::from_index`] can make (integer
+    /// keys): only those can use the array container, and a key type
+    /// that cannot is compiled without it.
+    const INDEXED: bool = false;
+
     /// For integer keys: the key as an array index (the array container),
     /// `None` if it is negative or not an integer key.
     #[inline(always)]
@@ -233,6 +238,9 @@ mod tests {
         assert_eq!(char::from_index(0xD800), None);
         assert_eq!(i8::as_index(-1), None);
         assert_eq!(i16::from_index(300), Some(300));
+        let indexed = [u32::INDEXED, char::INDEXED, bool::INDEXED];
+        let not_indexed = [Bytes::INDEXED, <(u32, u32)>::INDEXED, Cell::INDEXED];
+        assert_eq!((indexed, not_indexed), ([true; 3], [false; 3]));
         assert_eq!(u128::from_index(5), Some(5));
         assert_eq!(Cell::from_index(0), None);
     }

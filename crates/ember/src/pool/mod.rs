@@ -39,6 +39,9 @@
 
 pub(crate) mod topology;
 
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Mutex;
+
 use crate::error::{Error, Result};
 #[cfg(test)]
 use topology::allowed_cpus;
@@ -180,8 +183,54 @@ impl Pool {
     /// Runs `f(worker_index)` once on every worker and returns the results in
     /// worker order.
     pub(crate) fn broadcast<R: Send>(&self, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+        let made = Slots::new(self.threads());
+        self.broadcast_dyn(&|w| made.put(w, f(w)));
+        made.into_vec()
+    }
+
+    /// [`Pool::broadcast`]'s work, compiled once: the generic callers
+    /// only wrap their closure (rayon's broadcast machinery is otherwise
+    /// instantiated anew for every closure of every job). A panic on a
+    /// worker is resumed here once every worker has returned.
+    fn broadcast_dyn(&self, f: &(dyn Fn(usize) + Sync)) {
         self.check_thread();
-        self.inner.broadcast(|ctx| f(ctx.index()))
+        self.inner.broadcast(|ctx| f(ctx.index()));
+    }
+
+    /// Runs `task(i, item)` for every item, on the workers, each worker
+    /// taking the next index as it finishes one (dynamic, in index
+    /// order); returns the results in index order. For tasks of
+    /// substance (a reduce partition, a sorted run): each costs an
+    /// atomic increment and a lock.
+    pub(crate) fn map_each<I: Send, T: Send>(
+        &self,
+        items: Vec<I>,
+        task: impl Fn(usize, I) -> T + Sync,
+    ) -> Vec<T> {
+        let n = items.len();
+        let items = Slots::of(items);
+        let made = Slots::new(n);
+        self.each_dyn(n, &|i| made.put(i, task(i, items.take(i))));
+        made.into_vec()
+    }
+
+    /// Runs `task(i)` for every `i` in `0..n` on the workers, each taking
+    /// the next index from a shared counter: [`Pool::map_each`]'s work,
+    /// compiled once.
+    fn each_dyn(&self, n: usize, task: &(dyn Fn(usize) + Sync)) {
+        if n == 0 {
+            return;
+        }
+        let next = AtomicUsize::new(0);
+        // Relaxed: the counter only hands out distinct indices; what a
+        // task wrote is read after the broadcast has joined every worker.
+        self.broadcast_dyn(&|_| loop {
+            let i = next.fetch_add(1, Relaxed);
+            if i >= n {
+                break;
+            }
+            task(i);
+        });
     }
 
     /// Runs `task(i)` for every `i` in `0..n` on the workers, at most
@@ -198,46 +247,119 @@ impl Pool {
         task: impl Fn(usize) -> T + Sync,
         mut hand: impl FnMut(usize, T) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
+        let made = Slots::new(n);
+        let mut failed = None;
+        self.ordered_dyn((n, window), &|i| made.put(i, task(i)), &mut |i| match hand(
+            i,
+            made.take(i),
+        ) {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        });
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// [`Pool::ordered`]'s schedule, compiled once: `task(i)` leaves its
+    /// result where `hand(i)` finds it; `hand` returns false to stop.
+    fn ordered_dyn(
+        &self,
+        (n, window): (usize, usize),
+        task: &(dyn Fn(usize) + Sync),
+        hand: &mut dyn FnMut(usize) -> bool,
+    ) {
         self.check_thread();
         if self.caller.is_some() || self.current_index().is_some() {
             // No worker is free to take a task while this thread waits.
-            return (0..n).try_for_each(|i| hand(i, task(i)));
+            for i in 0..n {
+                task(i);
+                if !hand(i) {
+                    return;
+                }
+            }
+            return;
         }
         let (tx, rx) = std::sync::mpsc::channel();
-        let task = &task;
         self.inner.in_place_scope(|scope| {
             let spawn = |i: usize| {
                 let tx = tx.clone();
                 scope.spawn(move |_| {
                     let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task(i)));
-                    // The receiver is gone only once `hand` failed.
+                    // The receiver is gone only once `hand` stopped.
                     let _ = tx.send((i, made));
                 });
             };
             (0..n.min(window)).for_each(spawn);
-            let mut made: Vec<Option<T>> = (0..n).map(|_| None).collect();
+            let mut done = vec![false; n];
             for next in 0..n {
-                while made[next].is_none() {
-                    let (i, result) = rx.recv().expect("every task sends its result");
-                    match result {
-                        Ok(t) => made[i] = Some(t),
+                while !done[next] {
+                    let (i, made) = rx.recv().expect("every task sends its result");
+                    match made {
+                        Ok(()) => done[i] = true,
                         Err(panic) => std::panic::resume_unwind(panic),
                     }
                 }
-                hand(next, made[next].take().expect("the result just made"))?;
+                if !hand(next) {
+                    return;
+                }
                 if next + window < n {
                     spawn(next + window);
                 }
             }
-            Ok(())
         })
     }
 
     /// Runs `f` inside the pool, so rayon's parallel iterators in it use the
     /// pool's workers.
     pub(crate) fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        let mut f = Some(f);
+        let mut made = None;
+        self.install_dyn(&mut || made = f.take().map(|f| f()));
+        made.expect("install runs its closure")
+    }
+
+    /// [`Pool::install`]'s work, compiled once.
+    fn install_dyn(&self, f: &mut (dyn FnMut() + Send)) {
         self.check_thread();
         self.inner.install(f)
+    }
+}
+
+/// One result slot per task, filled by the workers and read once they
+/// have all returned: what lets the pool's schedules be compiled once
+/// for every result type. A slot is written once and taken once; its
+/// lock is uncontended.
+struct Slots<T>(Vec<Mutex<Option<T>>>);
+
+impl<T> Slots<T> {
+    /// `n` empty slots.
+    fn new(n: usize) -> Self {
+        Slots((0..n).map(|_| Mutex::new(None)).collect())
+    }
+
+    /// A full slot per item.
+    fn of(items: Vec<T>) -> Self {
+        Slots(items.into_iter().map(|t| Mutex::new(Some(t))).collect())
+    }
+
+    fn put(&self, i: usize, t: T) {
+        *self.0[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
+    }
+
+    fn take(&self, i: usize) -> T {
+        let mut slot = self.0[i].lock().unwrap_or_else(|p| p.into_inner());
+        slot.take()
+            .expect("each slot is filled before it is taken, once")
+    }
+
+    fn into_vec(self) -> Vec<T> {
+        self.0
+            .into_iter()
+            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .map(|t| t.expect("every task filled its slot"))
+            .collect()
     }
 }
 
@@ -249,6 +371,65 @@ mod tests {
     /// thread starts with its creator's set: here, the test thread's).
     fn workers_cpus(pool: &Pool) -> Vec<Vec<usize>> {
         pool.broadcast(|_| allowed_cpus())
+    }
+
+    #[test]
+    fn map_each_returns_every_result_in_item_order() {
+        for threads in [1, 2, 3] {
+            let pool = Pool::new(threads, false).unwrap();
+            let items: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+            let got = pool.map_each(items, |i, s| (i, s.len()));
+            let want: Vec<_> = (0..100).map(|i: usize| (i, i.to_string().len())).collect();
+            assert_eq!(got, want);
+            assert!(pool.map_each(Vec::<u8>::new(), |_, b| b).is_empty());
+            // From one of the workers, as a phase inside a phase.
+            let nested = pool.broadcast(|_| pool.map_each(vec![1, 2, 3], |_, x| x * 2));
+            assert_eq!(nested, vec![vec![2, 4, 6]; threads]);
+        }
+    }
+
+    #[test]
+    fn a_panicking_task_is_resumed_and_the_pool_stays_usable() {
+        let pool = Pool::new(2, false).unwrap();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.map_each((0..10).collect(), |_, i: u32| {
+                assert!(i != 7, "task seven");
+                i
+            })
+        }));
+        assert!(caught.is_err());
+        assert_eq!(pool.map_each(vec![1, 2], |_, x: i32| -x), vec![-1, -2]);
+        assert_eq!(pool.install(|| 41 + 1), 42);
+    }
+
+    #[test]
+    fn ordered_hands_over_in_order_and_stops_at_the_first_error() {
+        let pool = Pool::new(2, false).unwrap();
+        let mut seen = Vec::new();
+        let done: std::result::Result<(), String> = pool.ordered(
+            (50, 3),
+            |i| i * i,
+            |i, sq| {
+                seen.push((i, sq));
+                Ok(())
+            },
+        );
+        assert!(done.is_ok());
+        assert_eq!(seen, (0..50).map(|i| (i, i * i)).collect::<Vec<_>>());
+        let mut handed = 0;
+        let stopped = pool.ordered(
+            (50, 3),
+            |i| i,
+            |i, _| match i {
+                9 => Err(format!("stop at {i}")),
+                _ => {
+                    handed += 1;
+                    Ok(())
+                }
+            },
+        );
+        assert_eq!(stopped, Err("stop at 9".to_string()));
+        assert_eq!(handed, 9);
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub(crate) fn map_splits<'s, W: Send>(
     new_worker: impl Fn(usize) -> W + Sync,
     map: impl Fn(&mut W, usize, Split<'s>) -> Result<u64, TaskError> + Sync,
 ) -> Result<Mapped<W>> {
-    let queue = Tasks::new(pool, n, |i| split_at(i).data.as_ptr());
+    let queue = Tasks::new(pool, n, &|i| split_at(i).data.as_ptr());
     let failure = Failure::new();
     let workers = pool.broadcast(|w| {
         let mut state = new_worker(w);

@@ -80,7 +80,7 @@ impl Tasks {
     /// it does not place), its node is its place among the `n`: one block
     /// of consecutive splits per node, as a file written in order or a
     /// chunk buffer's stripes (`ingest::Stripes`) are placed.
-    pub(crate) fn new(pool: &Pool, n: usize, first_byte: impl Fn(usize) -> *const u8) -> Tasks {
+    pub(crate) fn new(pool: &Pool, n: usize, first_byte: &dyn Fn(usize) -> *const u8) -> Tasks {
         let topology = pool.topology();
         let nodes = topology.nodes();
         if nodes == 1 {
@@ -226,7 +226,7 @@ mod tests {
     fn every_split_is_taken_once_and_local_ones_first() {
         for (nodes, threads, n) in [(2, 2, 10), (2, 3, 7), (4, 4, 33), (4, 2, 9), (3, 6, 1)] {
             let p = pool(nodes, threads, Locality::Aware);
-            let tasks = Tasks::new(&p, n, |_| std::ptr::null());
+            let tasks = Tasks::new(&p, n, &|_| std::ptr::null());
             let seen = drain(&tasks, threads);
             let mut all: Vec<usize> = seen.iter().flatten().map(|t| t.0).collect();
             all.sort_unstable();
@@ -257,7 +257,7 @@ mod tests {
     fn a_node_without_workers_is_stolen_from_nearest_first() {
         // Three nodes, two workers: node 2 has no worker.
         let p = pool(3, 2, Locality::Aware);
-        let tasks = Tasks::new(&p, 9, |_| std::ptr::null());
+        let tasks = Tasks::new(&p, 9, &|_| std::ptr::null());
         let seen = drain(&tasks, 2);
         assert_eq!(seen[0][..3], [(0, false), (1, false), (2, false)]);
         assert_eq!(seen[1][..3], [(3, false), (4, false), (5, false)]);
@@ -270,7 +270,7 @@ mod tests {
     #[test]
     fn blind_takes_in_order_and_still_counts_locality() {
         let p = pool(2, 2, Locality::Blind);
-        let tasks = Tasks::new(&p, 4, |_| std::ptr::null());
+        let tasks = Tasks::new(&p, 4, &|_| std::ptr::null());
         let seen = drain(&tasks, 2);
         assert_eq!(seen[0], [(0, false), (2, false)]);
         let stats = tasks.node_stats();
@@ -283,7 +283,7 @@ mod tests {
     #[test]
     fn one_node_counts_nothing() {
         let p = pool(1, 2, Locality::Aware);
-        let tasks = Tasks::new(&p, 3, |_| unreachable!());
+        let tasks = Tasks::new(&p, 3, &|_| unreachable!());
         assert_eq!(drain(&tasks, 2).concat().len(), 3);
         assert!(tasks.node_stats().is_empty());
     }
