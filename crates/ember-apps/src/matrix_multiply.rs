@@ -191,9 +191,16 @@ fn tile<const R: usize>(a: &[&[i32]; R], panel: &[i32]) -> [[i32; STRIP]; R] {
     acc
 }
 
-/// Adds `a b` for rows `first..first + R` of `a` (rows of `k` values),
-/// strip `s` of `B` and inner block `ks` (whose strip `s` is `panel`) into
-/// `out` (rows of `padded`
+/// Strip `s` of `B`'s inner block `ks`: the block's rows `ks`, cut to the
+/// strip's columns, that [`add_tile`] multiplies rows of `a` by.
+struct Panel<'b> {
+    ks: std::ops::Range<usize>,
+    s: usize,
+    values: &'b [i32],
+}
+
+/// Adds `a b` for rows `first..first + R` of `a` (rows of `k` values) and
+/// `panel` of `B` into `out` (rows of `padded`
 /// values: whole strips, so that the tile is added with fixed-length loops
 /// and its accumulators never leave the registers).
 #[inline(always)]
@@ -201,17 +208,17 @@ fn add_tile<const R: usize>(
     a: &[i32],
     b: &Packed,
     first: usize,
-    s: usize,
-    (ks, panel): (std::ops::Range<usize>, &[i32]),
+    panel: &Panel<'_>,
     out: &mut [i32],
 ) {
     let k = b.k;
     let padded = b.strips() * STRIP;
+    let ks = &panel.ks;
     let rows: [&[i32]; R] =
         std::array::from_fn(|t| &a[(first + t) * k + ks.start..(first + t) * k + ks.end]);
-    let acc = tile(&rows, panel);
+    let acc = tile(&rows, panel.values);
     for (t, acc) in acc.iter().enumerate() {
-        let at = (first + t) * padded + s * STRIP;
+        let at = (first + t) * padded + panel.s * STRIP;
         let row: &mut [i32; STRIP] = (&mut out[at..at + STRIP])
             .try_into()
             .expect("a whole strip");
@@ -234,14 +241,19 @@ fn multiply_rows(a: &[i32], b: &Packed, c: &mut Vec<i32>) {
             for piece in &b.pieces {
                 let len = piece.len() / padded;
                 let ks = k0..k0 + len;
-                for (s, panel) in piece.chunks_exact(len * STRIP).enumerate() {
+                for (s, values) in piece.chunks_exact(len * STRIP).enumerate() {
+                    let panel = Panel {
+                        ks: ks.clone(),
+                        s,
+                        values,
+                    };
                     let mut i = 0;
                     while i + ROWS <= rows {
-                        add_tile::<ROWS>(a, b, i, s, (ks.clone(), panel), &mut out);
+                        add_tile::<ROWS>(a, b, i, &panel, &mut out);
                         i += ROWS;
                     }
                     for i in i..rows {
-                        add_tile::<1>(a, b, i, s, (ks.clone(), panel), &mut out);
+                        add_tile::<1>(a, b, i, &panel, &mut out);
                     }
                 }
                 k0 += len;

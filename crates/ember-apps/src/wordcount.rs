@@ -20,15 +20,10 @@ pub fn is_separator(b: u8) -> bool {
     tokens::is_separator(b)
 }
 
-/// Passes `data[start..end]` to `f`, lower-cased through `buf` if needed.
+/// Passes `word` to `f`, lower-cased through `buf` if it has `upper`-case
+/// letters.
 #[inline(always)]
-fn lowered(
-    data: &[u8],
-    (start, end, upper): (usize, usize, bool),
-    buf: &mut Vec<u8>,
-    f: &mut impl FnMut(&[u8]),
-) {
-    let word = &data[start..end];
+fn lowered(word: &[u8], upper: bool, buf: &mut Vec<u8>, f: &mut impl FnMut(&[u8])) {
     if upper {
         buf.clear();
         buf.extend(word.iter().map(|b| b | 0x20));
@@ -42,7 +37,7 @@ fn lowered(
 pub fn for_each_word(data: &[u8], mut f: impl FnMut(&[u8])) {
     let mut buf = Vec::new();
     tokens::tokens(Kernel::detect(), data, |s, e, up| {
-        lowered(data, (s, e, up), &mut buf, &mut f)
+        lowered(&data[s..e], up, &mut buf, &mut f)
     });
 }
 

@@ -138,14 +138,12 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "one thread reads the mapped text at {:.2} GB/s",
         1e-9 / read
     );
-    let rows = (&setups[..], &runtimes[..]);
-    bench_one(("word count", &text, read), rows, a.bench.runs, word_count)?;
-    bench_one(
-        ("string match", &keys, read),
-        rows,
-        a.bench.runs,
-        string_match,
-    )?;
+    let workload = |name, file| Workload { name, file, read };
+    let runs = a.bench.runs;
+    let text_load = workload("word count", &text);
+    bench_one(text_load, &setups, &runtimes, runs, word_count)?;
+    let keys_load = workload("string match", &keys);
+    bench_one(keys_load, &setups, &runtimes, runs, string_match)?;
     print_page_query_costs(&text)
 }
 
@@ -234,14 +232,26 @@ fn print_traffic(stats: &Stats, read: f64) {
     );
 }
 
-/// Times `job` on every row's runtime and prints the table and each row's
-/// locality. Every run must give the first run's output size.
+/// A workload of the comparison: its name, its input file, and the
+/// seconds one thread takes per byte to read a mapped, cached input (what
+/// its map time is set against).
+struct Workload<'a> {
+    name: &'a str,
+    file: &'a Path,
+    read: f64,
+}
+
+/// Times `job` on every row's runtime (`runtimes[i]` built for
+/// `setups[i]`) and prints the table and each row's locality. Every run
+/// must give the first run's output size.
 fn bench_one(
-    (name, file, read): (&str, &Path, f64),
-    (setups, runtimes): (&[Setup], &[Runtime]),
+    workload: Workload<'_>,
+    setups: &[Setup],
+    runtimes: &[Runtime],
     runs: Option<usize>,
     job: impl Fn(&Runtime) -> Result<Stats>,
 ) -> Result<()> {
+    let Workload { name, file, read } = workload;
     let want = job(&runtimes[0])?.output_pairs;
     let contenders = setups
         .iter()

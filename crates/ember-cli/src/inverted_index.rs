@@ -12,9 +12,9 @@ use ember_apps::stream::DocNames;
 use ember_cli::{inputs, output};
 
 use crate::common::{write_output, RunArgs};
-use crate::gen::TextArgs;
 use crate::isolated::{self, IsolateArgs, Isolated};
 use crate::lines;
+use crate::text::TextArgs;
 
 /// `ember inverted-index`.
 #[derive(ClapArgs)]
@@ -194,8 +194,8 @@ fn write_streamed(a: &Args, rt: &Runtime, input: &Input<'_>, docs: Docs) -> Resu
     };
     let mut sink = output::create(path)?;
     // The index's text is about as long as its input.
-    let how = (rt.threads(), input.len());
-    let built = lines::scoped(&mut sink, how, IndexLines, |lines| {
+    let expected = input.len();
+    let built = lines::scoped(&mut sink, rt.threads(), expected, IndexLines, |lines| {
         let built = build_streamed(a, rt, input, docs, |word, ids| {
             let bytes = word.as_bytes().len() + 8 * ids.len();
             lines.push((word, ids), bytes).map_err(ember::Error::Output)

@@ -114,7 +114,8 @@ struct Formatters<T> {
 /// write's) what was not written is dropped.
 pub(crate) fn scoped<T, F, R>(
     out: &mut dyn Write,
-    (threads, expected): (usize, usize),
+    threads: usize,
+    expected: usize,
     format: F,
     produce: impl FnOnce(&mut Lines<'_, T, F>) -> R,
 ) -> R
@@ -298,12 +299,13 @@ mod tests {
     /// estimated at `bytes` bytes of text, formatted by `format`.
     fn numbers_with(
         n: u64,
-        (threads, expected): (usize, usize),
+        threads: usize,
+        expected: usize,
         bytes: usize,
         format: impl Fn(u64, &mut Vec<u8>) + Sync,
     ) -> Vec<u8> {
         let mut out = Vec::new();
-        scoped(&mut out, (threads, expected), format, |lines| {
+        scoped(&mut out, threads, expected, format, |lines| {
             (0..n).try_for_each(|i| lines.push(i, bytes))?;
             lines.finish()
         })
@@ -326,12 +328,12 @@ mod tests {
             for bytes in [1, 7, 1 << 16] {
                 // Expected to be small (formatted here) or large (threads).
                 for expected in [0, 1 << 30] {
-                    let got = numbers_with(200_000, (threads, expected), bytes, line);
+                    let got = numbers_with(200_000, threads, expected, bytes, line);
                     assert_eq!(got, want(200_000), "{threads} {bytes} {expected}");
                 }
             }
         }
-        assert!(numbers_with(0, (4, 1 << 30), 1 << 20, line).is_empty());
+        assert!(numbers_with(0, 4, 1 << 30, 1 << 20, line).is_empty());
     }
 
     #[test]
@@ -344,7 +346,7 @@ mod tests {
             }
             line(i, text)
         };
-        let got = numbers_with(1000, (4, 1 << 30), BATCH_BYTES / 16, slow_first);
+        let got = numbers_with(1000, 4, 1 << 30, BATCH_BYTES / 16, slow_first);
         assert_eq!(got, want(1000));
     }
 
@@ -367,7 +369,7 @@ mod tests {
         let calls = std::sync::Mutex::default();
         let mut out = Vec::new();
         // One batch, formatted on this thread.
-        scoped(&mut out, (1, 0), Recorded(&calls), |lines| {
+        scoped(&mut out, 1, 0, Recorded(&calls), |lines| {
             (0..50).try_for_each(|i| lines.push(i, 1))?;
             lines.finish()
         })
@@ -398,7 +400,7 @@ mod tests {
         };
         for expected in [0, 1 << 30] {
             let raised = panic::catch_unwind(AssertUnwindSafe(|| {
-                numbers_with(1000, (2, expected), BATCH_BYTES / 16, boom)
+                numbers_with(1000, 2, expected, BATCH_BYTES / 16, boom)
             }));
             let payload = raised.unwrap_err();
             let message = payload.downcast_ref::<String>().unwrap();
@@ -432,7 +434,7 @@ mod tests {
             let mut out = Failing { left: 3 << 20 };
             let mut pushed = 0u64;
             let format = |i: u64, text: &mut Vec<u8>| writeln!(text, "{i:>15}").unwrap();
-            let err = scoped(&mut out, (threads, expected), format, |lines| {
+            let err = scoped(&mut out, threads, expected, format, |lines| {
                 for i in 0.. {
                     lines.push(i, 16)?;
                     pushed += 1;

@@ -25,6 +25,7 @@ mod report_command;
 mod sort;
 mod stream;
 mod string_match;
+mod text;
 mod wordcount;
 
 /// ember: a MapReduce runtime for one large shared-memory machine.

@@ -61,7 +61,7 @@ fn count(
             let Output { pairs, stats } =
                 progress_while(opts, "job", |o| rt.run_with(&WordCount::new(), input, o))?;
             (
-                write_all_and_top(pairs, (Some(path), rt.threads()), top)?,
+                write_all_and_top(pairs, Some(path), rt.threads(), top)?,
                 stats,
             )
         }
@@ -81,17 +81,18 @@ fn count(
 /// `top` most frequent, most frequent first.
 fn write_all_and_top(
     pairs: Vec<(Bytes, u64)>,
-    (output, threads): (Option<&PathBuf>, usize),
+    output: Option<&PathBuf>,
+    threads: usize,
     top: usize,
 ) -> Result<Vec<(Bytes, u64)>> {
     write_output(output.map(PathBuf::as_path), |w| {
         // A line's text: the word, a tab, a count of a few digits.
         let bytes = |(word, _): &(Bytes, u64)| word.as_bytes().len() + 8;
-        let how = (threads, pairs.iter().map(bytes).sum());
+        let expected = pairs.iter().map(bytes).sum();
         let format = |(word, n): &(Bytes, u64), text: &mut Vec<u8>| {
             wordcount::push_line(word.as_bytes(), *n, text)
         };
-        lines::scoped(w, how, format, |lines| {
+        lines::scoped(w, threads, expected, format, |lines| {
             for pair in &pairs {
                 lines.push(pair, bytes(pair))?;
             }
@@ -149,7 +150,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             .run
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let best = write_all_and_top(iso.pairs, (a.output.as_ref(), threads), a.top)?;
+        let best = write_all_and_top(iso.pairs, a.output.as_ref(), threads, a.top)?;
         return summarize(&best, &stats, &iso.run, a.output.as_ref());
     }
     let input = a.run.open(&a.files)?;

@@ -27,7 +27,7 @@ const SAMPLES_PER_RUN: usize = 64;
 /// Orders the union of the runs by `cmp` (an unstable order: the runs'
 /// items are distinct under it), or selects its first `top` items when
 /// given ([`top_k`]).
-pub(crate) fn order<T, F>((pool, top): (&Pool, Option<usize>), runs: Vec<Vec<T>>, cmp: F) -> Vec<T>
+pub(crate) fn order<T, F>(pool: &Pool, top: Option<usize>, runs: Vec<Vec<T>>, cmp: F) -> Vec<T>
 where
     T: Send,
     F: Fn(&T, &T) -> Ordering + Sync,

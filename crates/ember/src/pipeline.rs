@@ -239,10 +239,10 @@ pub(crate) fn run<J: Job>(
         ..work.memory
     };
     let combiner = job.combiner();
-    let spiller = Spiller::new(&memory, (job, &combiner, threads), work.watch);
+    let spiller = Spiller::new(&memory, job, &combiner, threads, work.watch);
     let first_byte = |i: usize| split_in(work.input, &work.splits[i]).data.as_ptr();
     let tasks = Tasks::new(pool, work.splits.len(), &first_byte);
-    let x = exchange::Exchange::new(job, threads, tasks, (sizing, &spiller), work.watch);
+    let x = exchange::Exchange::new(job, threads, tasks, sizing, &spiller, work.watch);
 
     let start = Instant::now();
     let phase = work.watch.phase(Phase::Map);
@@ -259,7 +259,7 @@ pub(crate) fn run<J: Job>(
     });
     let end = Instant::now();
     drop(phase);
-    let (allocated, peak) = x.memory();
+    let buffered = x.memory();
     x.failure.into_result()?;
 
     let map_end = reports.iter().filter_map(|r| r.map_end).max();
@@ -284,25 +284,26 @@ pub(crate) fn run<J: Job>(
     stats.memory = memory_stats(&spiller, reports.iter().map(|r| r.written));
     // The partitions' merges run side by side: the longest is the wait.
     stats.memory.merge_secs = reports.iter().map(|r| r.merge_secs).fold(0.0, f64::max);
-    let buffers = (max_bytes, allocated, peak);
-    stats.pipeline = Some(pipeline_stats(&reports, sizing, buffers, dedicated));
+    let pipeline = pipeline_stats(&reports, sizing, max_bytes, buffered, dedicated);
+    stats.pipeline = Some(pipeline);
     Ok(reports.into_iter().map(|r| r.run).collect())
 }
 
-/// The pipeline's own stats: the buffers' sizing, bound, allocations and
-/// peak, and the workers' reports.
+/// The pipeline's own stats: the buffers' sizing, bound (`max_bytes`),
+/// allocations and peak, and the workers' reports.
 fn pipeline_stats<J: Job>(
     reports: &[worker::Report<J>],
     sizing: exchange::Sizing,
-    (max_bytes, allocated, peak): (usize, usize, usize),
+    max_bytes: usize,
+    buffered: exchange::Buffered,
     dedicated: usize,
 ) -> PipelineStats {
     PipelineStats {
         buffer_bytes: sizing.bytes,
         buffer_keys: sizing.keys,
         max_buffered_bytes: max_bytes,
-        peak_buffered_bytes: peak,
-        buffers_allocated: allocated,
+        peak_buffered_bytes: buffered.peak,
+        buffers_allocated: buffered.allocated,
         batches: reports.iter().map(|r| r.clock.sent).sum(),
         helped_batches: reports.iter().map(|r| r.clock.helped).sum(),
         backpressure_waits: reports.iter().map(|r| r.clock.waits).sum(),

@@ -212,13 +212,20 @@ impl Default for Plan {
 pub(crate) struct Request {
     /// The container asked for (`Auto` when the runtime chooses).
     pub(crate) container: ContainerKind,
-    hint: KeyHint,
-    /// The key type can index an array (an integer type).
-    dense_ok: bool,
-    folds: bool,
+    shape: JobShape,
     pipelinable: bool,
     mode: Mode,
     threads: usize,
+}
+
+/// What the job's types say that `Auto` picks a container by.
+#[derive(Debug, Clone, Copy)]
+struct JobShape {
+    hint: KeyHint,
+    /// The key type can index an array (an integer type).
+    dense_ok: bool,
+    /// The combiner folds values (else it keeps them).
+    folds: bool,
     footprint: Footprint,
 }
 
@@ -261,26 +268,29 @@ impl Request {
     ) -> Result<Self> {
         let r = Request {
             container: container.unwrap_or_else(|| job.container()),
-            hint: job.keys(),
-            dense_ok: J::Key::INDEXED,
-            folds: J::Combiner::FOLDS,
+            shape: JobShape {
+                hint: job.keys(),
+                dense_ok: J::Key::INDEXED,
+                folds: J::Combiner::FOLDS,
+                footprint: Footprint::of::<J::Key, J::Value>(),
+            },
             pipelinable: job.pipelinable(),
             mode: mode.unwrap_or_default(),
             threads,
-            footprint: Footprint::of::<J::Key, J::Value>(),
         };
         r.check()?;
         Ok(r)
     }
 
     fn check(&self) -> Result<()> {
-        let dense = matches!(self.hint, KeyHint::Dense(_)) && self.dense_ok;
+        let JobShape { hint, dense_ok, .. } = self.shape;
+        let dense = matches!(hint, KeyHint::Dense(_)) && dense_ok;
         if self.container == ContainerKind::Array && !dense {
             return Err(Error::Config(
                 "the array container needs a job with dense integer keys (KeyHint::Dense)".into(),
             ));
         }
-        if self.container == ContainerKind::Unique && self.hint != KeyHint::Unique {
+        if self.container == ContainerKind::Unique && hint != KeyHint::Unique {
             return Err(Error::Config(
                 "the unique container needs a job that declares unique keys (KeyHint::Unique)"
                     .into(),
@@ -298,7 +308,7 @@ impl Request {
     pub(crate) fn needs_sample(&self) -> bool {
         let wanted = match self.container {
             ContainerKind::Auto => !matches!(
-                (self.hint, self.dense_ok),
+                (self.shape.hint, self.shape.dense_ok),
                 (KeyHint::Dense(_), true) | (KeyHint::Unique, _)
             ),
             ContainerKind::Hash | ContainerKind::HashTree => true,
@@ -315,14 +325,15 @@ impl Request {
         }
     }
 
-    /// The plan for an input that is `streamed` (or else `mapped`), given
-    /// what the sample showed (none when `tight`: a memory limit too small
-    /// for a sample).
+    /// The plan for an input read as `ingest` says, given what the sample
+    /// showed (none when `tight`: a memory limit too small for a sample).
     pub(crate) fn decide(
         &self,
         prediction: Option<&Prediction>,
-        (streamed, mapped, tight): (bool, bool, bool),
+        ingest: IngestKind,
+        tight: bool,
     ) -> Plan {
+        let streamed = ingest == IngestKind::Chunked;
         let unsampled = match (tight, streamed) {
             (true, _) => Unsampled::Budget,
             (false, true) => Unsampled::Streamed,
@@ -330,7 +341,6 @@ impl Request {
         };
         let (container, container_reason) = self.container(prediction, unsampled);
         let (mode, mode_reason) = self.mode(streamed);
-        let ingest = ingest_kind(streamed, mapped);
         let partitions = match (mode, container) {
             (RunMode::Pipelined, _) => self.threads,
             (_, ContainerKind::Append | ContainerKind::Intern) => {
@@ -354,7 +364,11 @@ impl Request {
 
     /// How `input` is read.
     pub(crate) fn ingest(input: &Input<'_>) -> IngestKind {
-        ingest_kind(input.is_streamed(), input.is_mapped())
+        match (input.is_streamed(), input.is_mapped()) {
+            (true, _) => IngestKind::Chunked,
+            (false, true) => IngestKind::Mmap,
+            (false, false) => IngestKind::Memory,
+        }
     }
 
     fn container(
@@ -362,10 +376,7 @@ impl Request {
         prediction: Option<&Prediction>,
         unsampled: Unsampled,
     ) -> (ContainerKind, ContainerReason) {
-        let auto = |p| {
-            let traits = (self.hint, self.dense_ok, self.folds, self.footprint);
-            choose_container(traits, p, unsampled)
-        };
+        let auto = |p| choose_container(self.shape, p, unsampled);
         if self.container == ContainerKind::Auto {
             return auto(prediction);
         }
@@ -405,21 +416,18 @@ impl Request {
     }
 }
 
-fn ingest_kind(streamed: bool, mapped: bool) -> IngestKind {
-    match (streamed, mapped) {
-        (true, _) => IngestKind::Chunked,
-        (false, true) => IngestKind::Mmap,
-        (false, false) => IngestKind::Memory,
-    }
-}
-
-/// The container `Auto` picks, and why, for a job with these key hint,
-/// dense keys, folding combiner and footprint.
+/// The container `Auto` picks, and why, for a job of this shape.
 fn choose_container(
-    (hint, dense_ok, folds, footprint): (KeyHint, bool, bool, Footprint),
+    shape: JobShape,
     p: Option<&Prediction>,
     unsampled: Unsampled,
 ) -> (ContainerKind, ContainerReason) {
+    let JobShape {
+        hint,
+        dense_ok,
+        folds,
+        footprint,
+    } = shape;
     let threshold = if folds {
         APPEND_BELOW_REPEATS
     } else {
@@ -587,6 +595,17 @@ mod tests {
         Footprint::of::<u32, u64>()
     }
 
+    /// The shape of a job that hints nothing about its keys, cannot index
+    /// an array by them, folds values and has the [`small`] footprint.
+    fn unknown_keys() -> JobShape {
+        JobShape {
+            hint: KeyHint::Unknown,
+            dense_ok: false,
+            folds: true,
+            footprint: small(),
+        }
+    }
+
     #[test]
     fn intern_is_picked_where_numbered_keys_take_much_less_memory() {
         let long = Footprint::of::<crate::Bytes, u32>();
@@ -595,8 +614,12 @@ mod tests {
                 keys_per_worker: keys,
                 ..prediction(pairs, 1.5)
             };
-            let traits = (KeyHint::Unknown, false, false, footprint);
-            choose_container(traits, Some(&p), Unsampled::TooSmall)
+            let shape = JobShape {
+                folds: false,
+                footprint,
+                ..unknown_keys()
+            };
+            choose_container(shape, Some(&p), Unsampled::TooSmall)
         };
         // An inverted index: 8 bytes a pair and a 32-byte slot for every
         // few pairs, against 32 bytes a pair appended.
@@ -615,22 +638,18 @@ mod tests {
     #[test]
     fn hints_decide_before_samples() {
         let p = Some(prediction(1000, 1.0));
+        let shape = |hint, dense_ok| JobShape {
+            hint,
+            dense_ok,
+            ..unknown_keys()
+        };
         let pick = |hint, dense_ok| {
-            choose_container(
-                (hint, dense_ok, true, small()),
-                p.as_ref(),
-                Unsampled::TooSmall,
-            )
-            .0
+            choose_container(shape(hint, dense_ok), p.as_ref(), Unsampled::TooSmall).0
         };
         assert_eq!(pick(KeyHint::Dense(768), true), ContainerKind::Array);
         assert_eq!(pick(KeyHint::Dense(768), false), ContainerKind::Append);
         assert_eq!(pick(KeyHint::Unique, false), ContainerKind::Unique);
-        let none = choose_container(
-            (KeyHint::Unknown, false, true, small()),
-            None,
-            Unsampled::Streamed,
-        );
+        let none = choose_container(shape(KeyHint::Unknown, false), None, Unsampled::Streamed);
         assert_eq!(
             none,
             (
@@ -645,17 +664,15 @@ mod tests {
     #[test]
     fn repeats_pick_the_container_by_combiner() {
         let few = prediction(1000, 5.0);
-        let folds = choose_container(
-            (KeyHint::Unknown, false, true, small()),
-            Some(&few),
-            Unsampled::TooSmall,
-        );
-        assert_eq!(folds.0, ContainerKind::Hash);
-        let keeps = choose_container(
-            (KeyHint::Unknown, false, false, small()),
-            Some(&few),
-            Unsampled::TooSmall,
-        );
+        let pick = |folds| {
+            let shape = JobShape {
+                folds,
+                ..unknown_keys()
+            };
+            choose_container(shape, Some(&few), Unsampled::TooSmall)
+        };
+        assert_eq!(pick(true).0, ContainerKind::Hash);
+        let keeps = pick(false);
         assert!(matches!(
             keeps,
             (
@@ -672,13 +689,13 @@ mod tests {
     fn append_partitions_follow_the_predicted_pairs() {
         let r = Request {
             container: ContainerKind::Append,
-            hint: KeyHint::Unknown,
-            dense_ok: false,
-            folds: false,
+            shape: JobShape {
+                folds: false,
+                ..unknown_keys()
+            },
             pipelinable: false,
             mode: Mode::Auto,
             threads: 2,
-            footprint: small(),
         };
         assert_eq!(r.append_partitions(None), 8);
         assert_eq!(r.append_partitions(Some(&prediction(2 << 20, 1.0))), 32);
@@ -689,13 +706,10 @@ mod tests {
     fn auto_keeps_the_barrier_and_pipelined_needs_a_pipelinable_job() {
         let mut r = Request {
             container: ContainerKind::Auto,
-            hint: KeyHint::Unknown,
-            dense_ok: false,
-            folds: true,
+            shape: unknown_keys(),
             pipelinable: true,
             mode: Mode::Auto,
             threads: 2,
-            footprint: small(),
         };
         assert_eq!(r.mode(false), (RunMode::Barrier, ModeReason::Auto));
         r.mode = Mode::Pipelined;

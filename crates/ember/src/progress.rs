@@ -158,7 +158,7 @@ impl<'r> Watch<'r> {
     #[inline]
     pub(crate) fn span(&self, track: Track, kind: SpanKind, start: Instant, args: Args) {
         if let Some(t) = self.trace {
-            t.record((track, kind), (start, start.elapsed()), args);
+            t.record(track, kind, start, start.elapsed(), args);
         }
     }
 
@@ -168,11 +168,12 @@ impl<'r> Watch<'r> {
         &self,
         track: Track,
         kind: SpanKind,
-        (start, duration): (Instant, Duration),
+        start: Instant,
+        duration: Duration,
         args: Args,
     ) {
         if let Some(t) = self.trace {
-            t.record((track, kind), (start, duration), args);
+            t.record(track, kind, start, duration, args);
         }
     }
 
@@ -195,8 +196,8 @@ pub(crate) struct PhaseGuard<'r> {
 impl Drop for PhaseGuard<'_> {
     fn drop(&mut self) {
         if let Some(t) = self.trace {
-            let at = (self.start, self.start.elapsed());
-            t.record((Track::Run, self.kind), at, Args::default());
+            let took = self.start.elapsed();
+            t.record(Track::Run, self.kind, self.start, took, Args::default());
         }
     }
 }

@@ -386,7 +386,8 @@ impl Sort<'_, '_> {
         match out {
             Out::Stream(out) => {
                 self.pool.ordered(
-                    (ranges, 2 * self.threads),
+                    ranges,
+                    2 * self.threads,
                     |r| self.merge_range(runs, &cuts, r, ledger),
                     |r, merged: Merged<'_>| {
                         out.write_all(&merged.bytes).map_err(Error::Output)?;
@@ -401,7 +402,7 @@ impl Sort<'_, '_> {
                 (0..ranges).into_par_iter().try_for_each(|r| {
                     let before: usize = cuts.iter().map(|c| c[r]).sum();
                     let at = base + (before * self.shape.len) as u64;
-                    self.write_range(runs, &cuts, r, ledger, (file, at))
+                    self.write_range(runs, &cuts, r, ledger, file, at)
                 })
             }),
         }
@@ -495,7 +496,8 @@ impl Sort<'_, '_> {
         cuts: &[Vec<usize>],
         r: usize,
         ledger: &Ledger,
-        (file, mut at): (&File, u64),
+        file: &File,
+        mut at: u64,
     ) -> Result<()> {
         use std::os::unix::fs::FileExt;
         let parts = self.parts(runs, cuts, r);

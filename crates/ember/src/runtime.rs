@@ -34,7 +34,7 @@ use crate::pool::{Locality, Pool, Topology};
 use crate::progress::Watch;
 use crate::record_sort::{self, RecordShape};
 use crate::sample::{self, Sample};
-use crate::schedule::{default_split_size, map_source, Pages, Source};
+use crate::schedule::{default_split_size, map_source, Pages, Source, Team};
 use crate::spill;
 use crate::stats::{secs, Stats};
 use crate::trace::{Args, SpanKind, Track};
@@ -206,10 +206,9 @@ impl RuntimeBuilder {
             return Err(Error::Config("split size must be at least 1 byte".into()));
         }
         let topology = self.topology.unwrap_or_else(Topology::detect);
-        let place = (topology, self.locality);
         let pool = match self.on_caller {
-            true => Pool::on_caller(place)?,
-            false => Pool::on(threads, self.pin, place)?,
+            true => Pool::on_caller(topology, self.locality)?,
+            false => Pool::on(threads, self.pin, topology, self.locality)?,
         };
         Ok(Runtime {
             pool,
@@ -474,32 +473,36 @@ impl Runtime {
         let sample = match request.needs_sample() && !tight {
             true => {
                 let _phase = watch.phase(Phase::Sample);
-                let at = (input, &splits[..]);
-                sample::run((&self.pool, watch), job, at, request.partitions())?
+                let team = Team {
+                    pool: &self.pool,
+                    watch,
+                };
+                sample::run(team, job, input, &splits, request.partitions())?
             }
             false => Sample::none(),
         };
-        let plan = request.decide(
-            sample.prediction.as_ref(),
-            (input.is_streamed(), input.is_mapped(), tight),
-        );
+        let ingest = Request::ingest(input);
+        let plan = request.decide(sample.prediction.as_ref(), ingest, tight);
         stats.sample_secs = sample.secs;
         stats.predicted_keys_per_worker = sample.prediction.as_ref().map(|p| p.keys_per_worker);
         stats.plan = plan.clone();
 
+        let sampled = Sampled {
+            job,
+            input,
+            splits,
+            sample,
+        };
         let reduced = match plan.mode {
-            RunMode::Pipelined => {
-                Reduced::Runs(self.pipelined(job, input, (&splits, sample), opts, &mut stats)?)
-            }
+            RunMode::Pipelined => Reduced::Runs(self.pipelined(sampled, opts, &mut stats)?),
             _ => {
                 // A reborrow, for the barrier's lifetime only.
                 let each = each.as_deref_mut().map(|e| e as Each<'_, J>);
-                let how = (&plan, opts, each);
-                self.barrier(job, input, (splits, sample), how, &mut stats)?
+                self.barrier(sampled, &plan, opts, each, &mut stats)?
             }
         };
         let pairs = match reduced {
-            Reduced::Runs(runs) => self.merge(job, runs, (opts.top, watch), &mut stats, each)?,
+            Reduced::Runs(runs) => self.merge(job, runs, opts, &mut stats, each)?,
             Reduced::Handed(keys) => {
                 stats.distinct_keys = keys;
                 stats.output_pairs = keys;
@@ -528,12 +531,18 @@ impl Runtime {
     /// the others map every split.
     fn barrier<J: Job>(
         &self,
-        job: &J,
-        input: &Input<'_>,
-        (splits, sample): (Vec<SplitRange>, Sample<J>),
-        (plan, opts, each): (&Plan, &RunOptions, Option<Each<'_, J>>),
+        sampled: Sampled<'_, '_, '_, J>,
+        plan: &Plan,
+        opts: &RunOptions,
+        each: Option<Each<'_, J>>,
         stats: &mut Stats,
     ) -> Result<Reduced<J>> {
+        let Sampled {
+            job,
+            input,
+            splits,
+            sample,
+        } = sampled;
         let keep = plan.container == ContainerKind::Hash && sample.kept.is_some();
         let (splits, kept) = match keep {
             true => {
@@ -573,7 +582,7 @@ impl Runtime {
             stats: &mut *stats,
             each: each.map(|e| e as Each<'_, J>),
         };
-        let runs = container::build(plan.container, (sizing, &combiner), kept, barrier)?;
+        let runs = container::build(plan.container, sizing, &combiner, kept, barrier)?;
         if keep {
             // The kept sample's pieces were map tasks too, and took the
             // place of the splits they were cut from.
@@ -604,20 +613,24 @@ impl Runtime {
     /// reducers, not mapped again.
     fn pipelined<J: Job>(
         &self,
-        job: &J,
-        input: &Input<'_>,
-        (splits, sample): (&[SplitRange], Sample<J>),
+        sampled: Sampled<'_, '_, '_, J>,
         opts: &RunOptions,
         stats: &mut Stats,
     ) -> Result<Vec<Run<J>>> {
-        let (rest, bytes) = (sample.rest(splits), sample.bytes(splits));
+        let Sampled {
+            job,
+            input,
+            splits,
+            sample,
+        } = sampled;
+        let (rest, bytes) = (sample.rest(&splits), sample.bytes(&splits));
         let (splits, seeds) = match sample.kept {
             Some(kept) => {
                 stats.sample_kept_bytes = bytes as u64;
                 opts.watch().mapped(bytes);
                 (rest, kept)
             }
-            None => (splits.to_vec(), Vec::new()),
+            None => (splits, Vec::new()),
         };
         let work = pipeline::Work {
             input,
@@ -630,26 +643,28 @@ impl Runtime {
         pipeline::run(&self.pool, job, work, &opts.pipeline, stats)
     }
 
-    /// Orders the runs into the output (or selects the top `k`); with
-    /// `each`, orders them by key and hands them over, returning nothing.
+    /// Orders the runs into the output (or selects the top `opts.top`);
+    /// with `each`, orders them by key and hands them over, returning
+    /// nothing.
     fn merge<J: Job>(
         &self,
         job: &J,
         runs: Vec<Run<J>>,
-        (top, watch): (Option<usize>, Watch<'_>),
+        opts: &RunOptions,
         stats: &mut Stats,
         each: Option<Each<'_, J>>,
     ) -> Result<Vec<(J::Key, J::Out)>> {
+        let (top, watch) = (opts.top, opts.watch());
         let start = Instant::now();
         let _phase = watch.phase(Phase::Merge);
         stats.distinct_keys = runs.iter().map(Vec::len).sum::<usize>() as u64;
         let by_key = each.is_some() || job.output_order() == OutputOrder::Key;
-        let how = (&self.pool, top);
+        let pool = &self.pool;
         // Two comparators, each its own instance of the sort: the key's
         // alone is small enough to inline into it.
         let mut pairs = unwind::catch(Phase::Merge, || match by_key {
-            true => merge::order(how, runs, |a: &(J::Key, J::Out), b| a.0.cmp(&b.0)),
-            false => merge::order(how, runs, |a, b| {
+            true => merge::order(pool, top, runs, |a: &(J::Key, J::Out), b| a.0.cmp(&b.0)),
+            false => merge::order(pool, top, runs, |a, b| {
                 job.order(a, b).then_with(|| a.0.cmp(&b.0))
             }),
         })?;
@@ -709,10 +724,14 @@ impl Runtime {
         let busy = Busy::new(&self.pool);
         let source = self.source(input, splits, job.records(), opts)?;
         let map_start = Instant::now();
+        let team = Team {
+            pool: &self.pool,
+            watch,
+        };
         let workers = map_source(
-            &self.pool,
+            team,
             &self.ingest,
-            (source, watch),
+            source,
             &mut stats,
             |_| Vec::new(),
             |runs, i, split| {
@@ -824,6 +843,15 @@ impl Runtime {
         });
         plan_splits(input, records, split_size, self.threads())
     }
+}
+
+/// A run of a job once its input is split and sampled: what the barrier's
+/// or the pipeline's map and reduce start from.
+struct Sampled<'r, 'i, 'a, J: Job> {
+    job: &'r J,
+    input: &'i Input<'a>,
+    splits: Vec<SplitRange>,
+    sample: Sample<J>,
 }
 
 /// The bytes of a map source's input buffers: a streamed run's chunks in

@@ -21,10 +21,8 @@ use crate::container::{Container, Counting, ForJob, KeyHashes, INITIAL_CAPACITY}
 use crate::error::{Phase, Result};
 use crate::input::{plan_slice, Input, SplitRange};
 use crate::job::{Job, Records};
-use crate::pool::Pool;
 use crate::predict::{self, History, Prediction};
-use crate::progress::Watch;
-use crate::schedule::{map_splits, split_in};
+use crate::schedule::{map_splits, split_in, Batch, Team};
 use crate::stats::secs;
 
 /// The share of each chosen split that a sample maps when the run maps the
@@ -84,16 +82,18 @@ impl<J: Job> Sample<J> {
     }
 }
 
-/// Samples `splits` of `input` on every worker of `pool`, into containers
+/// Samples `splits` of `input` on every worker of `team`, into containers
 /// of `partitions` partitions. No sample when the input is too small.
 pub(crate) fn run<J: Job>(
-    (pool, watch): (&Pool, Watch<'_>),
+    team: Team<'_>,
     job: &J,
-    (input, splits): (&Input<'_>, &[SplitRange]),
+    input: &Input<'_>,
+    splits: &[SplitRange],
     partitions: usize,
 ) -> Result<Sample<J>> {
     let start = Instant::now();
-    let chosen = predict::sample_splits(splits, pool.threads());
+    let threads = team.pool.threads();
+    let chosen = predict::sample_splits(splits, threads);
     if chosen.is_empty() {
         return Ok(Sample::none());
     }
@@ -102,25 +102,21 @@ pub(crate) fn run<J: Job>(
     } else {
         REDONE_SHARE
     };
-    let pieces = pieces(
-        job.records(),
-        (input, splits),
-        &chosen,
-        share,
-        pool.threads(),
-    )?;
+    let pieces = pieces(job.records(), input, splits, &chosen, share, threads)?;
     let bytes: usize = pieces.iter().map(|s| s.end - s.start).sum();
     let fraction = bytes as f64 / input.len().max(1) as f64;
-    let split_at = |i: usize| split_in(input, &pieces[i]);
-    let n = (input, 0, pieces.len());
-    let traced = (watch, Phase::Sample);
+    let batch = Batch {
+        input,
+        first: 0,
+        n: pieces.len(),
+        at: |i: usize| split_in(input, &pieces[i]),
+    };
     let (kept, tasks, histories) = if J::Combiner::FOLDS {
         let combiner = job.combiner();
         let workers = map_splits(
-            pool,
-            n,
-            traced,
-            split_at,
+            team,
+            batch,
+            Phase::Sample,
             |_| {
                 let c = HashContainer::new(partitions, INITIAL_CAPACITY, combiner.clone());
                 (Counting::new(c), History::new())
@@ -138,10 +134,9 @@ pub(crate) fn run<J: Job>(
         (Some(kept), tasks, histories)
     } else {
         let workers = map_splits(
-            pool,
-            n,
-            traced,
-            split_at,
+            team,
+            batch,
+            Phase::Sample,
             |_| (Counting::new(KeyHashes::new()), History::new()),
             |(c, history), _, split| {
                 let before = c.pairs;
@@ -168,7 +163,8 @@ pub(crate) fn run<J: Job>(
 /// pieces of each chosen split from its start, `share` of it (1.0: whole).
 fn pieces(
     records: Records,
-    (input, splits): (&Input<'_>, &[SplitRange]),
+    input: &Input<'_>,
+    splits: &[SplitRange],
     chosen: &[usize],
     share: f64,
     threads: usize,
@@ -219,7 +215,7 @@ mod tests {
             })
             .collect();
         for (share, threads) in [(1.0, 2), (REDONE_SHARE, 2), (REDONE_SHARE, 3), (0.1, 1)] {
-            let got = pieces(Records::Lines, (&input, &splits), &[1, 6], share, threads).unwrap();
+            let got = pieces(Records::Lines, &input, &splits, &[1, 6], share, threads).unwrap();
             assert!(
                 got.len() >= predict::PIECES_PER_WORKER * threads * 9 / 10,
                 "{share}"

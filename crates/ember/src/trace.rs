@@ -140,11 +140,14 @@ impl Trace {
         spans
     }
 
-    /// Records a span that started at `start` and lasted `duration`.
+    /// Records a span of `kind` on `track` that started at `start` and
+    /// lasted `duration`.
     pub(crate) fn record(
         &self,
-        (track, kind): (Track, SpanKind),
-        (start, duration): (Instant, Duration),
+        track: Track,
+        kind: SpanKind,
+        start: Instant,
+        duration: Duration,
         args: Args,
     ) {
         let span = Span {
@@ -261,13 +264,10 @@ mod tests {
             bytes: Some(100),
             pairs: None,
         };
-        let map = (Track::Worker(1), SpanKind::Task(Phase::Map));
-        t.clone().record(map, (late, late.elapsed()), args);
-        t.record(
-            (Track::Run, SpanKind::Run),
-            (early, early.elapsed()),
-            Args::default(),
-        );
+        let (worker, map) = (Track::Worker(1), SpanKind::Task(Phase::Map));
+        t.clone().record(worker, map, late, late.elapsed(), args);
+        let run = early.elapsed();
+        t.record(Track::Run, SpanKind::Run, early, run, Args::default());
         let spans = t.spans();
         assert_eq!(spans.len(), 2);
         assert_eq!(spans[0].kind, SpanKind::Run);

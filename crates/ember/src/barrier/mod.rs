@@ -18,7 +18,7 @@ use crate::ingest::IngestThread;
 use crate::job::Job;
 use crate::pool::Pool;
 use crate::progress::Watch;
-use crate::schedule::{map_source, Source};
+use crate::schedule::{map_source, Source, Team};
 use crate::stats::{secs, Stats};
 use crate::trace::{Args, SpanKind, Track};
 use crate::unwind;
@@ -84,12 +84,12 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
         let map_start = Instant::now();
         let map_busy = Busy::new(pool);
         let spiller =
-            Spiller::new(&memory, (job, combiner, pool.threads()), watch).hands(each.is_some());
+            Spiller::new(&memory, job, combiner, pool.threads(), watch).hands(each.is_some());
         let new_worker = |w| Worker::new(w, make(w));
         let workers = map_source(
-            pool,
+            Team { pool, watch },
             ingest,
-            (source, watch),
+            source,
             stats,
             new_worker,
             |w, _, split| {
@@ -116,18 +116,17 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
         let spilled = workers.iter().any(Worker::spilled);
         let (reduced, tasks) = match (spilled, each) {
             (true, Some(each)) => {
-                let (keys, tasks, memory) = stream_spilled(pool, (job, &spiller), workers, each)?;
+                let (keys, tasks, memory) = stream_spilled(pool, &spiller, workers, each)?;
                 stats.memory = memory;
                 (Reduced::Handed(keys), tasks)
             }
             (true, None) => {
-                let (runs, tasks) = reduce_spilled(pool, (job, &spiller), workers, &reduce_busy)?;
+                let (runs, tasks) = reduce_spilled(pool, &spiller, workers, &reduce_busy)?;
                 (Reduced::Runs(runs), tasks)
             }
             (false, _) => {
                 let containers = workers.into_iter().map(|w| w.container.inner);
-                let how = (held, &reduce_busy, watch);
-                let (runs, tasks) = reduce(pool, (job, combiner), containers, how)?;
+                let (runs, tasks) = reduce(pool, &spiller, containers, held, &reduce_busy)?;
                 (Reduced::Runs(runs), tasks)
             }
         };
@@ -148,15 +147,18 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
     }
 }
 
-/// Reduces partition `p` of every container as one task, for every `p`;
-/// returns the runs in partition order and the tasks each worker ran. A
-/// small output (`held` entries in all) is reduced on the calling thread.
+/// Reduces partition `p` of every container as one task, for every `p`,
+/// with the job and combiner of `s`; returns the runs in partition order
+/// and the tasks each worker ran. A small output (`held` entries in all)
+/// is reduced on the calling thread.
 fn reduce<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     pool: &Pool,
-    (job, combiner): (&J, &J::Combiner),
+    s: &Spiller<'_, J>,
     containers: impl ExactSizeIterator<Item = C>,
-    (held, busy, watch): (usize, &Busy<'_>, Watch<'_>),
+    held: usize,
+    busy: &Busy<'_>,
 ) -> Result<(Vec<Run<J>>, Vec<u64>)> {
+    let (job, combiner) = (s.job, s.combiner);
     // Every worker's container has the same partitions.
     let mut columns: Vec<Vec<C::Part>> = Vec::new();
     let n = containers.len();
@@ -168,7 +170,7 @@ fn reduce<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
             columns[p].push(part);
         }
     }
-    let tasks = Tasks::new(pool, watch);
+    let tasks = Tasks::new(pool, s.watch);
     let task = |p, parts| {
         tasks.run(p, || {
             let reduce = || C::reduce(parts, combiner, |k, r| job.reduce(k, r));

@@ -36,8 +36,11 @@ pub(crate) struct Memory {
     pub(crate) reserved: u64,
 }
 
-/// What every map worker of a run shares for its budget checks.
+/// What every worker of a run shares to check its container against the
+/// budget and spill it, and to reduce the containers: the job and its
+/// combiner, the budget's shares, the ledger and where spills go.
 pub(crate) struct Spiller<'r, J: Job> {
+    pub(super) job: &'r J,
     share: usize,
     /// The budget less the input buffers: what a merge on one thread may
     /// give its run readers.
@@ -47,18 +50,22 @@ pub(crate) struct Spiller<'r, J: Job> {
     dir: SpillDir,
     layout: Layout,
     codec: Option<Codec<J::Key, StateOf<J>>>,
-    combiner: &'r J::Combiner,
-    watch: Watch<'r>,
+    pub(super) combiner: &'r J::Combiner,
+    pub(super) watch: Watch<'r>,
 }
 
 impl<'r, J: Job> Spiller<'r, J> {
-    /// The spiller of a run with `workers` workers.
+    /// The spiller of a run of `job` with `workers` workers, folding with
+    /// `combiner`.
     pub(crate) fn new(
         memory: &Memory,
-        (job, combiner, workers): (&J, &'r J::Combiner, usize),
+        job: &'r J,
+        combiner: &'r J::Combiner,
+        workers: usize,
         watch: Watch<'r>,
     ) -> Self {
         Spiller {
+            job,
             share: memory.budget.share(memory.reserved, workers),
             merge_bytes: memory.budget.bytes.saturating_sub(memory.reserved) as usize,
             budget: memory.budget,
@@ -220,20 +227,17 @@ impl<C, K: Key> Worker<C, K> {
     /// Reduces a worker whose container is one whole partition (a
     /// pipelined reducer's): in memory if it never spilled, else its runs
     /// merged with what the container still holds, in key order.
-    pub(crate) fn reduce_alone<J: Job<Key = K>>(
-        self,
-        (job, s): (&J, &Spiller<'_, J>),
-    ) -> Result<Run<J>>
+    pub(crate) fn reduce_alone<J: Job<Key = K>>(self, s: &Spiller<'_, J>) -> Result<Run<J>>
     where
         C: Container<K, J::Value, J::Combiner>,
     {
         if !self.spilled() {
             let parts = self.container.inner.into_parts();
-            return Ok(C::reduce(parts, s.combiner, |k, r| job.reduce(k, r)));
+            return Ok(C::reduce(parts, s.combiner, |k, r| s.job.reduce(k, r)));
         }
         let (files, columns) = take_out(s, vec![self])?;
         let parts = columns.into_iter().flatten().collect();
-        merge_partition((job, s), &files, (0, parts))
+        merge_partition(s, &files, 0, parts)
     }
 }
 
@@ -310,9 +314,10 @@ fn in_memory<'f, K: Ord, S>(mut part: Vec<(K, S)>) -> Source<'f, K, S> {
 /// its entries still in memory (`parts`, one per container), each key's
 /// states joined and reduced once, in key order.
 fn merge_partition<J: Job>(
-    (job, s): (&J, &Spiller<'_, J>),
+    s: &Spiller<'_, J>,
     files: &[Spilled<J::Key>],
-    (p, parts): (usize, Vec<Entries<J>>),
+    p: usize,
+    parts: Vec<Entries<J>>,
 ) -> Result<Run<J>> {
     let codec = s.codec.expect("only a job with a codec spills");
     let runs: usize = files.iter().map(|f| f.count(p)).sum();
@@ -323,18 +328,18 @@ fn merge_partition<J: Job>(
         .map(Source::Disk)
         .collect();
     sources.extend(parts.into_iter().map(in_memory));
-    merge_reduced((job, s), sources, 0)
+    merge_reduced(s, sources, 0)
 }
 
 /// `sources` merged, each key's states joined and reduced once, in key
 /// order, into an output with room for `entries` entries.
 fn merge_reduced<J: Job>(
-    (job, s): (&J, &Spiller<'_, J>),
+    s: &Spiller<'_, J>,
     sources: Vec<Source<'_, J::Key, StateOf<J>>>,
     entries: usize,
 ) -> Result<Run<J>> {
     let mut out = Vec::with_capacity(entries);
-    let combiner = s.combiner;
+    let (job, combiner) = (s.job, s.combiner);
     let join = |a: &mut StateOf<J>, b| combiner.merge(a, b);
     let reduce = |k: J::Key, st| {
         let o = combiner.finish(st, |r| job.reduce(&k, r));
@@ -351,26 +356,27 @@ fn merge_reduced<J: Job>(
 /// each worker ran.
 pub(crate) fn reduce_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     pool: &Pool,
-    (job, s): (&J, &Spiller<'_, J>),
+    s: &Spiller<'_, J>,
     workers: Vec<Worker<C, J::Key>>,
     busy: &Busy<'_>,
 ) -> Result<(Vec<Run<J>>, Vec<u64>)> {
     let (files, columns) = take_out(s, workers)?;
-    reduce_columns(pool, (job, s), (files, columns), busy)
+    reduce_columns(pool, s, files, columns, busy)
 }
 
 /// [`reduce_spilled`] once the containers are taken out (compiled once
 /// per job, not per job and container).
 fn reduce_columns<J: Job>(
     pool: &Pool,
-    (job, s): (&J, &Spiller<'_, J>),
-    (files, columns): (Files<J>, Columns<J>),
+    s: &Spiller<'_, J>,
+    files: Files<J>,
+    columns: Columns<J>,
     busy: &Busy<'_>,
 ) -> Result<(Vec<Run<J>>, Vec<u64>)> {
     let tasks = Tasks::new(pool, s.watch);
     let task = |p, parts: Vec<Entries<J>>| {
         tasks.run(p, || {
-            let merge = || merge_partition((job, s), &files, (p, parts));
+            let merge = || merge_partition(s, &files, p, parts);
             unwind::catch(Phase::Reduce, || busy.time(merge))?
         })
     };
@@ -395,7 +401,7 @@ fn reduce_columns<J: Job>(
 /// spills and the ranges' outputs counted.
 pub(crate) fn stream_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
     pool: &Pool,
-    (job, s): (&J, &Spiller<'_, J>),
+    s: &Spiller<'_, J>,
     workers: Vec<Worker<C, J::Key>>,
     each: Each<'_, J>,
 ) -> Result<(u64, Vec<u64>, MemoryStats)> {
@@ -410,15 +416,16 @@ pub(crate) fn stream_spilled<J: Job, C: Container<J::Key, J::Value, J::Combiner>
     }
     let written: Vec<Written> = workers.iter().map(Worker::written).collect();
     let (files, _) = take_out(s, workers)?;
-    stream_files(pool, (job, s), (files, written), each)
+    stream_files(pool, s, files, written, each)
 }
 
 /// [`stream_spilled`] once every worker's entries are on disk (compiled
 /// once per job, not per job and container).
 fn stream_files<J: Job>(
     pool: &Pool,
-    (job, s): (&J, &Spiller<'_, J>),
-    (files, written): (Files<J>, Vec<Written>),
+    s: &Spiller<'_, J>,
+    files: Files<J>,
+    written: Vec<Written>,
     each: Each<'_, J>,
 ) -> Result<(u64, Vec<u64>, MemoryStats)> {
     let codec = s.codec.expect("only a job with a codec spills");
@@ -431,7 +438,7 @@ fn stream_files<J: Job>(
     let merge_range = |r: usize| {
         tasks.run(r, || {
             let sources = ranges.sources(r, codec, plan.buffer);
-            let merge = || merge_reduced((job, s), sources, plan.range_entries);
+            let merge = || merge_reduced(s, sources, plan.range_entries);
             let out = unwind::catch(Phase::Reduce, merge)??;
             s.ledger.merged((out.len() * entry) as u64);
             Ok(out)
@@ -452,6 +459,6 @@ fn stream_files<J: Job>(
         }
         Ok(())
     };
-    pool.ordered((ranges.len(), plan.window), merge_range, hand)?;
+    pool.ordered(ranges.len(), plan.window, merge_range, hand)?;
     Ok((keys, tasks.counts(), memory_stats(s, written.into_iter())))
 }

@@ -146,7 +146,8 @@ pub(crate) trait Visit<K: Key, V, C: Combiner<V>> {
 /// is one.
 pub(crate) fn build<K, V, C, X>(
     kind: ContainerKind,
-    (sizing, combiner): (Sizing, &C),
+    sizing: Sizing,
+    combiner: &C,
     kept: Vec<Counting<HashContainer<K, V, C>>>,
     visitor: X,
 ) -> X::Out

@@ -242,9 +242,9 @@ pub fn run(
         args: args.to_vec(),
     };
     let store = opts.store()?;
-    let (channels, mut workers) = supervise::run_all(&launch, &splits, opts, (&store, &[]))?;
+    let (channels, mut workers) = supervise::run_all(&launch, &splits, opts, &store, &[])?;
     let partitions = partitions(&channels, opts.workers)?;
-    let (outputs, reducers) = supervise::run_all(&launch, &partitions, opts, (&store, &channels))?;
+    let (outputs, reducers) = supervise::run_all(&launch, &partitions, opts, &store, &channels)?;
     workers.extend(reducers);
     for output in &outputs {
         out.write_all(&output.map()?)

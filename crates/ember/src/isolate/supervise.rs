@@ -53,7 +53,8 @@ pub(super) fn run_all<A: Assignment>(
     launch: &Launch,
     tasks: &[A],
     opts: &Options,
-    (store, earlier): (&Store, &[Channel]),
+    store: &Store,
+    earlier: &[Channel],
 ) -> Result<(Vec<Channel>, Vec<WorkerStats>)> {
     let mut crew = Crew::default();
     let mut queue: VecDeque<(usize, u32)> = (0..tasks.len()).map(|t| (t, 0)).collect();

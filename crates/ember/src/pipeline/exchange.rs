@@ -116,6 +116,15 @@ impl<T> Chan<T> {
     }
 }
 
+/// What a run's buffers came to, for the stats.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Buffered {
+    /// Buffers allocated.
+    pub(super) allocated: usize,
+    /// The most bytes buffered at once.
+    pub(super) peak: usize,
+}
+
 /// How big a buffer is and how many may exist.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Sizing {
@@ -316,7 +325,8 @@ impl<'j, J: Job> Exchange<'j, J> {
         job: &'j J,
         workers: usize,
         tasks: Tasks,
-        (sizing, spiller): (Sizing, &'j Spiller<'j, J>),
+        sizing: Sizing,
+        spiller: &'j Spiller<'j, J>,
         watch: Watch<'j>,
     ) -> Self {
         let combiner = job.combiner();
@@ -362,11 +372,11 @@ impl<'j, J: Job> Exchange<'j, J> {
     }
 
     /// Buffers allocated, and the peak of buffered bytes.
-    pub(super) fn memory(&self) -> (usize, usize) {
-        (
-            self.allocated.load(Ordering::Relaxed),
-            self.peak.load(Ordering::Relaxed),
-        )
+    pub(super) fn memory(&self) -> Buffered {
+        Buffered {
+            allocated: self.allocated.load(Ordering::Relaxed),
+            peak: self.peak.load(Ordering::Relaxed),
+        }
     }
 
     /// Hands a full buffer from mapper `m` to reducer `r`: `pairs` pairs

@@ -297,9 +297,9 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
     /// Maps splits until none is left or the run fails.
     fn map_all(&mut self, input: &Input<'_>, splits: &[SplitRange]) -> u64 {
         let x = self.x;
-        let tasks = pull((&x.tasks, self.me), (&x.failure, x.watch), |i| {
+        let tasks = pull(&x.tasks, self.me, &x.failure, x.watch, |i| {
             let split = split_in(input, &splits[i]);
-            let (bytes, at) = (split.data.len(), (split.part, split.offset));
+            let (bytes, part, offset) = (split.data.len(), split.part, split.offset);
             let start = Instant::now();
             let before = (self.clock.reduce, self.clock.idle, self.pairs);
             let mapped = x.job.map(split, &mut *self);
@@ -324,7 +324,7 @@ impl<'x, 'j, J: Job> Mapper<'x, 'j, J> {
             if x.should_fold() {
                 x.drain(self.me, self.me, &mut self.clock);
             }
-            mapped.map_err(|m| malformed(m, input, at))
+            mapped.map_err(|m| malformed(m, input, part, offset))
         });
         if !x.failure.is_set() {
             self.flush();
@@ -401,7 +401,7 @@ pub(super) fn work<J: Job>(
     report.written = part.written();
     let spilled = part.spilled();
     let start = Instant::now();
-    let reduce = || part.reduce_alone((x.job, x.spiller));
+    let reduce = || part.reduce_alone(x.spiller);
     let reduced = unwind::catch(Phase::Reduce, reduce).and_then(|run| run);
     clock.reduce += start.elapsed();
     if spilled {

@@ -81,7 +81,7 @@ impl Pool {
     #[cfg(test)]
     pub(crate) fn new(threads: usize, pin: bool) -> Result<Pool> {
         let one = Topology::new(vec![allowed_cpus()]).or_else(|_| Topology::new(vec![vec![0]]))?;
-        Pool::on(threads, pin, (one, Locality::Aware))
+        Pool::on(threads, pin, one, Locality::Aware)
     }
 
     /// Starts `threads` worker threads placed on `topology`'s nodes node by
@@ -94,7 +94,8 @@ impl Pool {
     pub(crate) fn on(
         threads: usize,
         pin: bool,
-        (topology, locality): (Topology, Locality),
+        topology: Topology,
+        locality: Locality,
     ) -> Result<Pool> {
         let slots = topology.slots();
         let nodes: Vec<usize> = (0..threads).map(|i| slots[i % slots.len()].0).collect();
@@ -127,7 +128,7 @@ impl Pool {
     /// `use_current_thread`): no thread is started, and the caller, never
     /// bound or pinned, runs every phase itself. Fails if the calling
     /// thread is already a worker of a pool (one such pool per thread).
-    pub(crate) fn on_caller((topology, locality): (Topology, Locality)) -> Result<Pool> {
+    pub(crate) fn on_caller(topology: Topology, locality: Locality) -> Result<Pool> {
         let inner = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .use_current_thread()
@@ -243,22 +244,25 @@ impl Pool {
     /// started have ended; a task's panic is resumed on the calling thread.
     pub(crate) fn ordered<T: Send, E>(
         &self,
-        (n, window): (usize, usize),
+        n: usize,
+        window: usize,
         task: impl Fn(usize) -> T + Sync,
         mut hand: impl FnMut(usize, T) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
         let made = Slots::new(n);
         let mut failed = None;
-        self.ordered_dyn((n, window), &|i| made.put(i, task(i)), &mut |i| match hand(
-            i,
-            made.take(i),
-        ) {
-            Ok(()) => true,
-            Err(e) => {
-                failed = Some(e);
-                false
-            }
-        });
+        self.ordered_dyn(
+            n,
+            window,
+            &|i| made.put(i, task(i)),
+            &mut |i| match hand(i, made.take(i)) {
+                Ok(()) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            },
+        );
         failed.map_or(Ok(()), Err)
     }
 
@@ -266,7 +270,8 @@ impl Pool {
     /// result where `hand(i)` finds it; `hand` returns false to stop.
     fn ordered_dyn(
         &self,
-        (n, window): (usize, usize),
+        n: usize,
+        window: usize,
         task: &(dyn Fn(usize) + Sync),
         hand: &mut dyn FnMut(usize) -> bool,
     ) {
@@ -407,7 +412,8 @@ mod tests {
         let pool = Pool::new(2, false).unwrap();
         let mut seen = Vec::new();
         let done: std::result::Result<(), String> = pool.ordered(
-            (50, 3),
+            50,
+            3,
             |i| i * i,
             |i, sq| {
                 seen.push((i, sq));
@@ -418,7 +424,8 @@ mod tests {
         assert_eq!(seen, (0..50).map(|i| (i, i * i)).collect::<Vec<_>>());
         let mut handed = 0;
         let stopped = pool.ordered(
-            (50, 3),
+            50,
+            3,
             |i| i,
             |i, _| match i {
                 9 => Err(format!("stop at {i}")),

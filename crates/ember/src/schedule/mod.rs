@@ -34,14 +34,34 @@ pub(crate) use tasks::Tasks;
 /// worker order, and the map phase's tallies per node (empty on one node).
 pub(crate) type Mapped<W> = (Vec<(W, u64)>, Vec<NodeStats>);
 
+/// The pool a phase's tasks run on and the run's watch (progress, trace,
+/// cancellation): what every map loop runs with.
+#[derive(Clone, Copy)]
+pub(crate) struct Team<'r> {
+    pub(crate) pool: &'r Pool,
+    pub(crate) watch: Watch<'r>,
+}
+
+/// The splits one [`map_splits`] maps: `n` splits of `input` (which places
+/// a malformed record), split `i` being `at(i)`, numbered `first + i`
+/// among the run's.
+pub(crate) struct Batch<'i, 'a, F> {
+    pub(crate) input: &'i Input<'a>,
+    pub(crate) first: usize,
+    pub(crate) n: usize,
+    pub(crate) at: F,
+}
+
 /// Runs `task(i)` for split indices worker `w` takes from `tasks` until
 /// none is left, the run has failed or the caller cancelled it (seen
 /// through `watch`, before each split); an error or a panic in `task` is
 /// recorded in `failure` and stops this worker. Returns how many tasks it
 /// ran.
 pub(crate) fn pull(
-    (tasks, w): (&Tasks, usize),
-    (failure, watch): (&Failure, Watch<'_>),
+    tasks: &Tasks,
+    w: usize,
+    failure: &Failure,
+    watch: Watch<'_>,
     mut task: impl FnMut(usize) -> Result<()>,
 ) -> u64 {
     let mut done = 0;
@@ -59,31 +79,37 @@ pub(crate) fn pull(
     done
 }
 
-/// Maps splits `0..n` on every worker: each makes its own state with
-/// `new_worker(worker)`, then pulls indices and calls `map(state, first +
-/// index, split_at(index))`, which returns the pairs it emitted. A malformed
-/// record fails the run with its place in `input`. Each task is traced as a
-/// task of `phase`. Splits are queued by the node of their data
-/// ([`Tasks::new`]). Returns each worker's state
+/// Maps the `batch` of splits on every worker of `team`: each makes its
+/// own state with `new_worker(worker)`, then pulls indices and calls
+/// `map(state, first + index, at(index))`, which returns the pairs it
+/// emitted. A malformed record fails the run with its place in the input.
+/// Each task is traced as a task of `phase`. Splits are queued by the node
+/// of their data ([`Tasks::new`]). Returns each worker's state
 /// and task count, in worker order, and the tallies per node (empty on one
 /// node).
 pub(crate) fn map_splits<'s, W: Send>(
-    pool: &Pool,
-    (input, first, n): (&Input<'_>, usize, usize),
-    (watch, phase): (Watch<'_>, Phase),
-    split_at: impl Fn(usize) -> Split<'s> + Sync,
+    team: Team<'_>,
+    batch: Batch<'_, '_, impl Fn(usize) -> Split<'s> + Sync>,
+    phase: Phase,
     new_worker: impl Fn(usize) -> W + Sync,
     map: impl Fn(&mut W, usize, Split<'s>) -> Result<u64, TaskError> + Sync,
 ) -> Result<Mapped<W>> {
+    let Team { pool, watch } = team;
+    let Batch {
+        input,
+        first,
+        n,
+        at: split_at,
+    } = batch;
     let queue = Tasks::new(pool, n, &|i| split_at(i).data.as_ptr());
     let failure = Failure::new();
     let workers = pool.broadcast(|w| {
         let mut state = new_worker(w);
-        let tasks = pull((&queue, w), (&failure, watch), |i| {
+        let tasks = pull(&queue, w, &failure, watch, |i| {
             let split = split_at(i);
-            let (at, bytes) = ((split.part, split.offset), split.data.len());
+            let (part, offset, bytes) = (split.part, split.offset, split.data.len());
             let start = watch.clock();
-            let pairs = map(&mut state, first + i, split).map_err(|e| e.at(input, at))?;
+            let pairs = map(&mut state, first + i, split).map_err(|e| e.at(input, part, offset))?;
             if let Some(start) = start {
                 let args = Args {
                     index: Some((first + i) as u64),
@@ -122,19 +148,19 @@ impl From<Error> for TaskError {
 }
 
 impl TaskError {
-    /// The run's error, for a task on the split at `(part, offset)` of
-    /// `input`.
-    pub(crate) fn at(self, input: &Input<'_>, at: (usize, u64)) -> Error {
+    /// The run's error, for a task on the split at `offset` in part `part`
+    /// of `input`.
+    pub(crate) fn at(self, input: &Input<'_>, part: usize, offset: u64) -> Error {
         match self {
-            TaskError::Malformed(m) => malformed(m, input, at),
+            TaskError::Malformed(m) => malformed(m, input, part, offset),
             TaskError::Run(e) => e,
         }
     }
 }
 
-/// The run's error for a malformed record in the split at `(part, offset)`
-/// of `input`.
-pub(crate) fn malformed(m: Malformed, input: &Input<'_>, (part, offset): (usize, u64)) -> Error {
+/// The run's error for a malformed record in the split at `offset` in part
+/// `part` of `input`.
+pub(crate) fn malformed(m: Malformed, input: &Input<'_>, part: usize, offset: u64) -> Error {
     Error::Malformed {
         path: input.part_name(part).to_path_buf(),
         offset: offset + m.at() as u64,
@@ -175,15 +201,15 @@ pub(crate) fn split_in<'s>(input: &'s Input<'_>, s: &SplitRange) -> Split<'s> {
     }
 }
 
-/// The map loop over a source. In-memory splits go to [`map_splits`]; a
-/// stream is mapped chunk by chunk, each chunk by every worker into the
-/// same per-worker state. `map` gets a split index that grows in input
-/// order and returns the pairs it emitted. Streamed runs add their chunks
-/// to `stats`.
+/// The map loop over a source, on `team`. In-memory splits go to
+/// [`map_splits`]; a stream is mapped chunk by chunk, each chunk by every
+/// worker into the same per-worker state. `map` gets a split index that
+/// grows in input order and returns the pairs it emitted. Streamed runs
+/// add their chunks to `stats`.
 pub(crate) fn map_source<W: Send>(
-    pool: &Pool,
+    team: Team<'_>,
     ingest: &IngestThread,
-    (source, watch): (Source<'_, '_>, Watch<'_>),
+    source: Source<'_, '_>,
     stats: &mut Stats,
     new_worker: impl Fn(usize) -> W + Sync,
     map: impl Fn(&mut W, usize, Split<'_>) -> Result<u64, TaskError> + Sync,
@@ -191,19 +217,20 @@ pub(crate) fn map_source<W: Send>(
     let map = |w: &mut W, i: usize, split: Split<'_>| {
         let bytes = split.data.len();
         let pairs = map(w, i, split)?;
-        watch.mapped(bytes);
+        team.watch.mapped(bytes);
         Ok(pairs)
     };
-    let _phase = watch.phase(Phase::Map);
+    let _phase = team.watch.phase(Phase::Map);
     match source {
         Source::Memory(input, splits, pages) => {
-            let (workers, nodes) = map_splits(
-                pool,
-                (input, 0, splits.len()),
-                (watch, Phase::Map),
-                |i| split_in(input, &splits[i]),
-                new_worker,
-                |w, i, split| {
+            let batch = Batch {
+                input,
+                first: 0,
+                n: splits.len(),
+                at: |i| split_in(input, &splits[i]),
+            };
+            let (workers, nodes) =
+                map_splits(team, batch, Phase::Map, new_worker, |w, i, split| {
                     let pairs = map(w, i, split)?;
                     #[cfg(unix)]
                     if pages == Pages::Release {
@@ -211,8 +238,7 @@ pub(crate) fn map_source<W: Send>(
                         input.release_range(s.part, s.start..s.end);
                     }
                     Ok(pairs)
-                },
-            )?;
+                })?;
             add_nodes(&mut stats.nodes, nodes);
             Ok(workers)
         }
@@ -222,10 +248,8 @@ pub(crate) fn map_source<W: Send>(
             split_size,
             buffers,
         } => {
-            let records = reader.records();
-            let (empty, full) = ingest.read(reader, buffers)?;
-            let mut stream = Stream::new((input, empty, full, records), buffers, stats);
-            stream.map((pool, watch), split_size, new_worker, map)
+            let mut stream = Stream::open(ingest, input, reader, buffers, stats)?;
+            stream.map(team, split_size, new_worker, map)
         }
     }
 }
@@ -243,26 +267,27 @@ struct Stream<'s, 'i, 'a> {
 }
 
 impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
-    fn new(
-        (input, empty, full, records): (
-            &'i Input<'a>,
-            Sender<Chunk>,
-            Receiver<Result<Chunk>>,
-            Records,
-        ),
+    /// Starts `ingest` reading `input` through `reader`, `buffers` chunks
+    /// at a time.
+    fn open(
+        ingest: &IngestThread,
+        input: &'i Input<'a>,
+        reader: ChunkReader,
         buffers: usize,
         stats: &'s mut Stats,
-    ) -> Self {
+    ) -> Result<Self> {
+        let records = reader.records();
+        let (empty, full) = ingest.read(reader, buffers)?;
         // Counted as chunks arrive (a streamed size may not be known).
         stats.input_bytes = 0;
-        Stream {
+        Ok(Stream {
             input,
             empty,
             full,
             records,
             capacity: vec![0; buffers],
             stats,
-        }
+        })
     }
 
     /// The next chunk, or `None` at the end of the input.
@@ -278,7 +303,7 @@ impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
 
     fn map<W: Send>(
         &mut self,
-        (pool, watch): (&Pool, Watch<'_>),
+        team: Team<'_>,
         split_size: usize,
         new_worker: impl Fn(usize) -> W + Sync,
         map: impl Fn(&mut W, usize, Split<'_>) -> Result<u64, TaskError> + Sync,
@@ -307,15 +332,15 @@ impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
                 });
                 prev.unwrap_or_else(|| (new_worker(w), 0))
             };
-            let n = (self.input, base, splits.len());
-            let (out, nodes) = map_splits(
-                pool,
-                n,
-                (watch, Phase::Map),
-                split_at,
-                state,
-                |st, i, split| map(&mut st.0, i, split),
-            )?;
+            let batch = Batch {
+                input: self.input,
+                first: base,
+                n: splits.len(),
+                at: split_at,
+            };
+            let (out, nodes) = map_splits(team, batch, Phase::Map, state, |st, i, split| {
+                map(&mut st.0, i, split)
+            })?;
             workers = out.into_iter().map(|((st, t0), t)| (st, t0 + t)).collect();
             add_nodes(&mut self.stats.nodes, nodes);
             self.record(&chunk, splits.len(), secs(start.elapsed()));
@@ -326,7 +351,8 @@ impl<'s, 'i, 'a> Stream<'s, 'i, 'a> {
                     pairs: None,
                 };
                 let took = Duration::from_secs_f64(chunk.read_secs);
-                watch.span_of(Track::Ingest, SpanKind::Read, (start, took), read);
+                team.watch
+                    .span_of(Track::Ingest, SpanKind::Read, start, took, read);
             }
             base += splits.len();
             // A failed send means the reader is done: nothing to return.

@@ -200,7 +200,7 @@ mod tests {
 
     fn pool(nodes: usize, threads: usize, locality: Locality) -> Pool {
         let t = Topology::new(vec![vec![0]; nodes]).unwrap();
-        Pool::on(threads, false, (t, locality)).unwrap()
+        Pool::on(threads, false, t, locality).unwrap()
     }
 
     /// Takes every split as worker `w` would, one at a time, workers in
