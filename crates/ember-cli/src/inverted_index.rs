@@ -271,10 +271,11 @@ mod tests {
         let err = document_paths(&[dir.join("empty")])
             .unwrap_err()
             .to_string();
-        assert!(
-            err.contains("'empty'") && err.contains("holds no files"),
-            "{err}"
+        let want = format!(
+            "'{}': the folder holds no files",
+            dir.join("empty").display()
         );
+        assert!(err.contains(&want), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
