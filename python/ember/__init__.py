@@ -8,7 +8,9 @@ dataclasses, NumPy arrays)::
     counts = ember.wordcount("corpus.txt")          # {word: count}
     top = ember.wordcount("corpus.txt", top=10)      # [(word, count), ...]
 
-Inputs: a path, a list of paths, ``bytes``/``bytearray``/``memoryview``
+Inputs: a path, a list of paths (each a file, a folder read recursively
+or a glob pattern such as ``"logs/*.gz"``, named as the CLI names its
+inputs), ``bytes``/``bytearray``/``memoryview``
 (read in place for ``bytes``; the others are copied once), or a binary file
 object (anything with ``readinto`` or ``read``: streamed in chunks, as the
 CLI reads standard input, by ``wordcount``, ``string_match``,
@@ -189,8 +191,8 @@ class Runtime:
 
     def inverted_index(self, input, *, lines=False, return_stats=False, **opts):
         """``{word: [document id, ...]}`` (ids sorted, each once), words as
-        in :meth:`wordcount`. Documents are files (folders are walked; ids
-        follow :func:`document_paths`) or, with ``lines=True``, lines
+        in :meth:`wordcount`. Documents are files (folders are walked and
+        glob patterns matched; ids follow :func:`document_paths`) or, with ``lines=True``, lines
         (0-based over all the files, in path order)."""
         return _result(self._rt.inverted_index(_source(input), lines, **opts), return_stats)
 
@@ -348,6 +350,7 @@ map_reduce = _module_function("map_reduce")
 
 def document_paths(paths) -> List[str]:
     """The document files of an inverted index over ``paths`` (a path or a
-    list; folders walked), in document-id order: ``inverted_index``'s id
+    list of files, folders and glob patterns, named as every input is),
+    sorted by path, which is document-id order: ``inverted_index``'s id
     ``i`` is the file ``document_paths(paths)[i]``."""
     return [os.fspath(p) for p in _ember.document_paths(_source(paths))]

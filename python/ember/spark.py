@@ -429,8 +429,8 @@ class TextFiles:
 
 
 def text_files(sc: Any, paths: Any, *, split_size: int = 128 << 20) -> TextFiles:
-    """Files and folders (walked) of text as a job's input, for
-    :func:`wordcount`, :func:`stream` and :func:`map_partials`: cut into
+    """Files, folders (walked) and glob patterns of text as a job's input,
+    for :func:`wordcount`, :func:`stream` and :func:`map_partials`: cut into
     ``split_size`` byte ranges (a line belongs to the range its first byte
     is in), which the executors read themselves and copy to ember's
     standard input as they are: no line goes through the JVM or Python
@@ -825,29 +825,26 @@ def wordcount(
 
 
 def _walk(paths: Any) -> List[str]:
-    """Every file named by ``paths`` (a path or a list of files and
-    folders; folders walked), each once, sorted by their bytes."""
-    if isinstance(paths, (str, bytes, os.PathLike)):
+    """Every file named by ``paths`` (a path or a list of files, folders
+    and glob patterns, named as every input of ember is:
+    :func:`ember.document_paths`), each once, sorted by path."""
+    from . import document_paths
+
+    if isinstance(paths, bytes):
         paths = [paths]
-    found: List[str] = []
-    for p in paths:
-        p = os.fsdecode(p)
-        if os.path.isdir(p):
-            for root, dirs, files in os.walk(p):
-                dirs.sort()
-                found.extend(os.path.join(root, f) for f in files)
-        elif os.path.exists(p):
-            found.append(p)
-        else:
-            raise FileNotFoundError(f"ember.spark: no such file or folder: {p!r}")
-    return sorted(set(found), key=os.fsencode)
+    found = document_paths(paths)
+    missing = next((p for p in found if not os.path.exists(p)), None)
+    if missing is not None:
+        raise FileNotFoundError(f"ember.spark: no such file or folder: {missing!r}")
+    return found
 
 
 def _documents(sc: Any, docs: Any, slices: Optional[int]) -> Any:
     """``docs`` as an RDD of ``(name, text or None)``: an RDD of pairs as
-    it is; paths (a path or a list of files and folders, folders walked as
-    ``ember inverted-index`` walks them) as ``(path, None)``, read by the
-    task. Paths must be readable on the executors (a shared file system)."""
+    it is; paths (a path or a list of files, folders and glob patterns,
+    named as ``ember inverted-index`` names its inputs) as ``(path, None)``,
+    read by the task. Paths must be readable on the executors (a shared
+    file system)."""
     from pyspark.rdd import RDD
 
     if isinstance(docs, RDD):

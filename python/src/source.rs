@@ -164,13 +164,14 @@ pub(crate) enum Src<'a> {
 }
 
 impl<'a> Src<'a> {
-    /// The input, files read as `ingest` says, a file object in chunks
-    /// (as the CLI reads standard input).
+    /// The input, files read as `ingest` says (folders and glob patterns
+    /// named as [`ember::expand_paths`] says), a file object in chunks (as
+    /// the CLI reads standard input).
     pub(crate) fn open(self, ingest: Ingest) -> ember::Result<Input<'a>> {
         match self {
             Src::Data(d) => Ok(Input::bytes(d)),
             Src::Paths([]) => Err(Error::InvalidInput("no input files given".into())),
-            Src::Paths(p) => Input::open(p, ingest),
+            Src::Paths(p) => Input::open(ember::expand_paths(p)?, ingest),
             Src::File(f) => Ok(Input::reader(f.name.clone(), f.reader())),
         }
     }
@@ -185,15 +186,16 @@ impl<'a> Src<'a> {
     }
 
     /// The input of a job that reads one file whole (histogram, sort):
-    /// exactly one path, memory-mapped, or the bytes.
+    /// paths that name exactly one file, memory-mapped, or the bytes.
     pub(crate) fn single(self) -> ember::Result<Input<'a>> {
-        match self {
-            Src::Paths(p) if p.len() != 1 => Err(Error::InvalidInput(format!(
-                "this job reads one file, not {}",
-                p.len()
-            ))),
-            _ => self.whole(),
+        if let Src::Paths(p) = self {
+            let files = ember::expand_paths(p)?.len();
+            if files != 1 {
+                let msg = format!("this job reads one file, not {files}");
+                return Err(Error::InvalidInput(msg));
+            }
         }
+        self.whole()
     }
 
     /// What the CLI names in an error's context: the file, `'path'`.

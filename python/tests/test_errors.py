@@ -22,10 +22,12 @@ def test_missing_file(cli):
     assert str(e.value) == cli_line(cli, "wordcount", "/no/such/file.txt")
 
 
-def test_directory(cli, tmp_path):
-    with pytest.raises(IsADirectoryError) as e:
-        ember.wordcount(tmp_path)
-    assert str(e.value) == cli_line(cli, "wordcount", tmp_path)
+def test_folder_or_pattern_without_files(cli, tmp_path):
+    (tmp_path / "_SUCCESS").write_bytes(b"")
+    for path in [tmp_path, tmp_path / "*.txt"]:
+        with pytest.raises(FileNotFoundError) as e:
+            ember.wordcount(path)
+        assert str(e.value) == cli_line(cli, "wordcount", path)
 
 
 def test_permission(cli, tmp_path):

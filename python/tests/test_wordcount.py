@@ -39,8 +39,12 @@ def test_inputs_of_every_kind_agree(data):
         assert ember.wordcount(f) == want
 
 
-def test_several_files_and_options(data):
-    two = ember.wordcount([data["text"], data["text"]], threads=2, split_size=65536,
+def test_several_files_and_options(data, tmp_path):
+    # A file named twice is read once (see docs/cli.md): the second file is
+    # a copy.
+    copy = tmp_path / "copy.txt"
+    copy.write_bytes(data["text"].read_bytes())
+    two = ember.wordcount([data["text"], copy], threads=2, split_size=65536,
                           container="hash", mode="barrier", ingest="chunked",
                           chunk_size=1 << 20)
     one = ember.wordcount(data["text"])
@@ -71,3 +75,29 @@ def test_stats_have_the_stats_json_schema(cli, data, tmp_path):
     assert set(stats["plan"]) == set(want["plan"])
     assert stats["distinct_keys"] == want["distinct_keys"] == len(counts)
     assert stats["pairs_emitted"] == want["pairs_emitted"] == sum(counts.values())
+
+
+def test_folders_and_patterns_read_the_listed_files(tmp_path):
+    files = {
+        "b.txt": b"bee two shared\n",
+        "a.txt": b"ant one shared\n",
+        "sub/c.txt": b"cat three\n",
+        "_SUCCESS": b"marker\n",
+        ".hidden.txt": b"hidden\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(text)
+    listed = [tmp_path / f for f in ["a.txt", "b.txt", "sub/c.txt"]]
+    top = listed[:2]
+    pattern = str(tmp_path / "*.txt")
+    for job in [ember.wordcount, ember.inverted_index]:
+        every = job(listed)
+        assert "cat" in every and "hidden" not in every and "marker" not in every
+        assert job(tmp_path) == every
+        assert job(str(tmp_path)) == every
+        assert job(pattern) == job(top) != every
+        assert job([pattern, top[0]]) == job(top)
+    names = [str(p) for p in listed]
+    assert ember.document_paths(tmp_path) == names
+    assert ember.document_paths([tmp_path / "sub", pattern]) == names

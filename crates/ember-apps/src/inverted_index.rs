@@ -681,43 +681,14 @@ pub fn push_line(word: &Bytes, ids: &[DocId], line: &mut Vec<u8>) {
     line.push(b'\n');
 }
 
-/// Every file named by `paths` (folders walked, recursively), sorted by
-/// path, each once: the documents of a files-mode index, a file's id being
-/// its index here (as `ember inverted-index` and the Python package number
-/// them). A folder that holds no file is an error.
+/// Every file named by `paths` (files, folders and glob patterns, as
+/// [`ember::expand_paths`] reads them), each once, sorted by path: the
+/// documents of a files-mode index, a file's id being its index here (as
+/// `ember inverted-index` and the Python package number them).
 pub fn document_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let before = files.len();
-            walk(p, &mut files)?;
-            if files.len() == before {
-                return Err(Error::InvalidInput(format!(
-                    "no documents: folder '{}' holds no files",
-                    p.display()
-                )));
-            }
-        } else {
-            files.push(p.clone());
-        }
-    }
+    let mut files = ember::expand_paths(paths)?;
     files.sort();
-    files.dedup();
     Ok(files)
-}
-
-/// Adds the files under `dir`, recursively.
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
-    for e in entries {
-        let path = e.map_err(|e| Error::io(dir, e))?.path();
-        if path.is_dir() {
-            walk(&path, files)?;
-        } else {
-            files.push(path);
-        }
-    }
-    Ok(())
 }
 
 /// The name of document `i` of `files` written by [`write_docs`]: zero

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
+use clap::builder::{OsStringValueParser, TypedValueParser};
 use clap::Args;
 use ember::tune::Ingest;
 use ember::{Runtime, Stats};
@@ -208,18 +209,38 @@ impl RunArgs {
     }
 }
 
-/// Opens input files as `ingest` says; `-` alone is standard input
+/// Opens input files, folders and glob patterns (see
+/// [`ember::expand_paths`]) as `ingest` says; `-` alone is standard input
 /// (always chunked). With an `hdfs://` URL among them, every file is
 /// streamed, in order: see [`crate::hdfs`].
-pub(crate) fn open_input(files: &[PathBuf], ingest: Ingest) -> Result<ember::Input<'static>> {
-    need_files(files)?;
-    if files.len() == 1 && files[0] == Path::new("-") {
+pub(crate) fn open_input(args: &[PathBuf], ingest: Ingest) -> Result<ember::Input<'static>> {
+    need_files(args)?;
+    let files = ember::expand_paths(args)?;
+    if files == [Path::new("-")] {
         return Ok(ember::Input::reader("<stdin>", std::io::stdin()));
     }
     if files.iter().any(|f| hdfs::is_url(f)) {
-        return hdfs::open(files);
+        return hdfs::open(&files);
     }
     Ok(ember::Input::open(files, ingest)?)
+}
+
+/// The parser of an argument that names one input file: a file, or a
+/// folder or glob pattern that gives exactly one (see
+/// [`ember::expand_paths`]).
+pub(crate) fn one_file() -> impl TypedValueParser<Value = PathBuf> {
+    OsStringValueParser::new().try_map(|arg| {
+        let files = ember::expand_paths(&[PathBuf::from(arg)]).map_err(|e| e.to_string())?;
+        match &files[..] {
+            [file] => Ok(file.clone()),
+            _ => Err(format!(
+                "it names {} files ('{}', '{}', ...); this command reads one",
+                files.len(),
+                files[0].display(),
+                files[1].display()
+            )),
+        }
+    })
 }
 
 /// Parses `--ingest`.

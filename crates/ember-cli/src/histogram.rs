@@ -10,13 +10,15 @@ use ember_apps::histogram::{self, Bmp, BmpSpec, Counts, CHANNELS};
 use ember_apps::stream::ChannelValue;
 use ember_cli::inputs;
 
-use crate::common::{write_output, RunArgs};
+use crate::common::{one_file, write_output, RunArgs};
 use crate::isolated::{self, IsolateArgs};
 
 /// `ember histogram`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
-    /// A 24-bit uncompressed BMP image.
+    /// A 24-bit uncompressed BMP image. A folder or a quoted glob pattern
+    /// that gives exactly one file may name it.
+    #[arg(value_parser = one_file())]
     file: PathBuf,
     /// Write every `channel<TAB>value<TAB>count` (768 lines) to this file
     /// (`-`: standard output).

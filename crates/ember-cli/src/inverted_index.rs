@@ -19,10 +19,11 @@ use crate::text::TextArgs;
 /// `ember inverted-index`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
-    /// Input files and folders (a folder stands for every file under it;
-    /// `-` reads standard input). Files are ordered by path: a file's
+    /// Input files, folders (read recursively, leaving out names that
+    /// start with `.` or `_`) or quoted glob patterns such as 'docs/*.txt'
+    /// (`-` reads standard input). Files are ordered by path: a file's
     /// document id is its index in that order.
-    #[arg(required = true, value_name = "FILE_OR_DIR")]
+    #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
     /// Documents are lines (id: 0-based line index over all the files, in
     /// path order) instead of files.
@@ -270,10 +271,11 @@ mod tests {
         let err = document_paths(&[dir.join("empty")])
             .unwrap_err()
             .to_string();
-        assert!(
-            err.contains("no documents: folder") && err.contains("holds no files"),
-            "{err}"
+        let want = format!(
+            "'{}': the folder holds no files",
+            dir.join("empty").display()
         );
+        assert!(err.contains(&want), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -162,10 +162,12 @@ pub(crate) fn run_into(
     })
 }
 
-/// `paths` with standard input (`-`) read once into shared memory, which
-/// the workers map as they map a file (the value holds it until the run
-/// ends); an HDFS URL is an error.
-fn local(paths: &[PathBuf]) -> Result<(Option<SharedInput>, Vec<PathBuf>)> {
+/// The files `args` name (folders and glob patterns expanded, see
+/// [`ember::expand_paths`]) with standard input (`-`) read once into
+/// shared memory, which the workers map as they map a file (the value
+/// holds it until the run ends); an HDFS URL is an error.
+fn local(args: &[PathBuf]) -> Result<(Option<SharedInput>, Vec<PathBuf>)> {
+    let paths = ember::expand_paths(args)?;
     if let Some(url) = paths.iter().find(|f| hdfs::is_url(f)) {
         bail!(
             "--isolate: reads local files and standard input, not '{}'",

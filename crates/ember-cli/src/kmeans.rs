@@ -12,7 +12,7 @@ use ember_apps::matrix::{Matrix, HEADER_BYTES};
 use ember_cli::args::KmeansArgs;
 use ember_cli::inputs;
 
-use crate::common::{summary_out, write_output, RunArgs};
+use crate::common::{one_file, summary_out, write_output, RunArgs};
 use crate::isolated::{self, IsolateArgs};
 use crate::numeric;
 use crate::progress::progress_while;
@@ -20,7 +20,10 @@ use crate::progress::progress_while;
 /// `ember kmeans`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
-    /// Points file: an ember matrix file, one point per row (`ember gen kmeans`).
+    /// Points file: an ember matrix file, one point per row (`ember gen
+    /// kmeans`). A folder or a quoted glob pattern that gives exactly one
+    /// file may name it.
+    #[arg(value_parser = one_file())]
     file: PathBuf,
     #[command(flatten)]
     params: KmeansArgs,

@@ -10,7 +10,7 @@ use ember::Stats;
 use ember_apps::linear_regression::{self, PointsSpec, Sums, SUM_NAMES};
 use ember_cli::inputs;
 
-use crate::common::{open_input, parse_size, RunArgs};
+use crate::common::{one_file, open_input, parse_size, RunArgs};
 use crate::isolated::{self, IsolateArgs};
 
 /// `ember linear-regression`.
@@ -18,7 +18,9 @@ use crate::isolated::{self, IsolateArgs};
 pub(crate) struct Args {
     /// Points: pairs of signed bytes (x, y). An hdfs://HOST:PORT/PATH URL
     /// reads a file, or every file under a folder, from HDFS (with the
-    /// `hdfs` build feature).
+    /// `hdfs` build feature). A local folder or quoted glob pattern that
+    /// gives exactly one file may name it.
+    #[arg(value_parser = one_file())]
     file: PathBuf,
     #[command(flatten)]
     run: RunArgs,

@@ -11,16 +11,20 @@ use ember_apps::matrix_multiply::{self, Product};
 use ember_apps::stream::RowIndex;
 use ember_cli::inputs;
 
-use crate::common::{summary_out, write_output, RunArgs};
+use crate::common::{one_file, summary_out, write_output, RunArgs};
 use crate::isolated::{self, IsolateArgs};
 use crate::numeric;
 
 /// `ember matrix-multiply`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
-    /// Matrix A (an ember matrix file, `ember gen matmul`); only read.
+    /// Matrix A (an ember matrix file, `ember gen matmul`); only read. A
+    /// folder or a quoted glob pattern that gives exactly one file may name
+    /// it.
+    #[arg(value_parser = one_file())]
     a: PathBuf,
-    /// Matrix B; only read.
+    /// Matrix B; only read (named as A is).
+    #[arg(value_parser = one_file())]
     b: PathBuf,
     /// Write the product C as an ember matrix file (`-`: standard output).
     #[arg(long, short = 'o')]

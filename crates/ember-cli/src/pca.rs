@@ -13,14 +13,17 @@ use ember_apps::pca::{self, Pca};
 use ember_apps::stream::RowIndex;
 use ember_cli::inputs;
 
-use crate::common::{summary_out, write_output, RunArgs};
+use crate::common::{one_file, summary_out, write_output, RunArgs};
 use crate::isolated::{self, IsolateArgs};
 use crate::numeric;
 
 /// `ember pca`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
-    /// Matrix file: an ember matrix file, one variable per row (`ember gen pca`).
+    /// Matrix file: an ember matrix file, one variable per row (`ember gen
+    /// pca`). A folder or a quoted glob pattern that gives exactly one file
+    /// may name it.
+    #[arg(value_parser = one_file())]
     file: PathBuf,
     /// Write the results as text (`-`: standard output): the row means on the
     /// first line, then the covariance matrix, one row per line, values

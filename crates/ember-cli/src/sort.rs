@@ -11,13 +11,15 @@ use ember_apps::sort::{
 };
 use ember_cli::{inputs, output};
 
-use crate::common::{open_input, write_output, RunArgs};
+use crate::common::{one_file, open_input, write_output, RunArgs};
 use crate::isolated::{self, IsolateArgs};
 
 /// `ember sort`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
-    /// Input file of 100-byte records (10-byte key first).
+    /// Input file of 100-byte records (10-byte key first). A folder or a
+    /// quoted glob pattern that gives exactly one file may name it.
+    #[arg(value_parser = one_file())]
     file: PathBuf,
     /// Output file for the sorted records (`-`: standard output).
     #[arg(long, short = 'o')]

@@ -11,7 +11,7 @@ use ember_apps::stream;
 use ember_apps::string_match::{self, KeysSpec, Matches, Targets, DEFAULT_TARGETS};
 use ember_cli::inputs;
 
-use crate::common::{open_input, parse_size, RunArgs};
+use crate::common::{one_file, open_input, parse_size, RunArgs};
 use crate::isolated::{self, IsolateArgs};
 
 /// `ember string-match`.
@@ -19,7 +19,9 @@ use crate::isolated::{self, IsolateArgs};
 pub(crate) struct Args {
     /// The keys file: one word per line. An hdfs://HOST:PORT/PATH URL
     /// reads a file, or every file under a folder, from HDFS (with the
-    /// `hdfs` build feature).
+    /// `hdfs` build feature). A local folder or quoted glob pattern that
+    /// gives exactly one file may name it.
+    #[arg(value_parser = one_file())]
     file: PathBuf,
     /// Target words (default: the words `ember gen strmatch` plants).
     words: Vec<String>,

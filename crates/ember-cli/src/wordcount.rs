@@ -17,9 +17,11 @@ use crate::progress::progress_while;
 /// `ember wordcount`.
 #[derive(ClapArgs)]
 pub(crate) struct Args {
-    /// Input files (`-` reads standard input). An hdfs://HOST:PORT/PATH
-    /// URL reads a file, or every file under a folder, from HDFS (with
-    /// the `hdfs` build feature; local files may be given beside it).
+    /// Input files, folders (read recursively, leaving out names that
+    /// start with `.` or `_`) or quoted glob patterns such as 'logs/*.txt'
+    /// (`-` reads standard input). An hdfs://HOST:PORT/PATH URL reads a
+    /// file, or every file under a folder, from HDFS (with the `hdfs`
+    /// build feature; local files may be given beside it).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// How many of the most frequent words to print.

@@ -1,6 +1,7 @@
 //! The `ember` command as a user meets it: results, and one clear line on
 //! errors.
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn ember(args: &[&str]) -> Output {
@@ -150,11 +151,118 @@ fn missing_file_is_one_line() {
 }
 
 #[test]
-fn directory_is_one_line() {
+fn a_folder_or_pattern_without_files_is_one_line() {
     let tmp = tempdir("dir");
     let d = tmp.path();
+    std::fs::write(d.join("_SUCCESS"), "").unwrap();
     let err = one_line_error(&ember(&["wordcount", d.to_str().unwrap()]));
-    assert!(err.contains("is a directory, not a file"), "{err}");
+    let want = format!(
+        "ember: cannot read '{}': the folder holds no files",
+        d.display()
+    );
+    assert!(err.starts_with(&want), "{err}");
+    let pattern = d.join("*.txt");
+    let err = one_line_error(&ember(&["wordcount", pattern.to_str().unwrap()]));
+    let want = format!(
+        "ember: cannot read '{}': no file matches this pattern\n",
+        pattern.display()
+    );
+    assert_eq!(err, want);
+}
+
+/// Writes `files` (name, text) under `dir`, making folders as needed.
+fn write_tree(dir: &Path, files: &[(&str, &str)]) {
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// What `ember ARGS... -o FILE` writes to FILE, the inputs named by
+/// `inputs` (paths relative to `dir`).
+fn output_of(dir: &Path, command: &[&str], inputs: &[&str]) -> String {
+    let out = dir.join("out");
+    let inputs: Vec<String> = inputs
+        .iter()
+        .map(|i| dir.join(i).to_str().unwrap().to_string())
+        .collect();
+    let mut args: Vec<&str> = command.to_vec();
+    args.extend(inputs.iter().map(String::as_str));
+    args.extend(["-o", out.to_str().unwrap()]);
+    let run = ember(&args);
+    assert!(
+        run.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    std::fs::read_to_string(out).unwrap()
+}
+
+#[test]
+fn folders_and_patterns_read_the_files_a_list_names() {
+    let tmp = tempdir("paths");
+    let d = tmp.path();
+    write_tree(
+        d,
+        &[
+            ("in/b.txt", "bee two\nshared\n"),
+            ("in/a.txt", "ant one\nshared\n"),
+            ("in/sub/c.txt", "cat three\n"),
+            ("in/_SUCCESS", "marker\n"),
+            ("in/.hidden.txt", "hidden\n"),
+            ("in/.git/config", "git\n"),
+        ],
+    );
+    let listed = ["in/a.txt", "in/b.txt", "in/sub/c.txt"];
+    for command in [&["wordcount"][..], &["inverted-index"]] {
+        let every = output_of(d, command, &listed);
+        assert!(
+            every.contains("cat") && !every.contains("hidden"),
+            "{every}"
+        );
+        assert_eq!(output_of(d, command, &["in"]), every, "{command:?}");
+        assert_eq!(
+            output_of(d, command, &["in/sub", "in"]),
+            output_of(d, command, &["in/sub/c.txt", "in/a.txt", "in/b.txt"])
+        );
+        let top = output_of(d, command, &listed[..2]);
+        assert_ne!(top, every);
+        assert_eq!(output_of(d, command, &["in/*.txt"]), top, "{command:?}");
+        assert_eq!(output_of(d, command, &["in/[ab].txt", "in/a.txt"]), top);
+    }
+}
+
+#[test]
+fn a_one_file_argument_takes_a_folder_or_pattern_of_one_file() {
+    let tmp = tempdir("one");
+    let d = tmp.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    let image = d.join("in/image.bmp");
+    let gen = ember(&[
+        "gen",
+        "histogram",
+        "--width",
+        "4",
+        "--height",
+        "3",
+        "-o",
+        image.to_str().unwrap(),
+    ]);
+    assert!(gen.status.success());
+    let histogram = ["histogram"];
+    let want = output_of(d, &histogram, &["in/image.bmp"]);
+    assert_eq!(output_of(d, &histogram, &["in"]), want);
+    assert_eq!(output_of(d, &histogram, &["in/*.bmp"]), want);
+    std::fs::copy(&image, d.join("in/copy.bmp")).unwrap();
+    let pattern = d.join("in/*.bmp");
+    let out = ember(&["histogram", pattern.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("it names 2 files") && err.contains("this command reads one"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -58,6 +58,7 @@ mod key;
 mod memory;
 mod merge;
 mod options;
+mod paths;
 mod pipeline;
 mod plan;
 mod pool;
@@ -83,6 +84,7 @@ pub use job::{
 };
 pub use key::{Bytes, Key};
 pub use options::RunOptions;
+pub use paths::expand_paths;
 pub use progress::Progress;
 pub use record_sort::RecordShape;
 pub use runtime::{Isolation, Output, Runtime, RuntimeBuilder};

@@ -19,7 +19,9 @@ use crate::isolated::print_report;
 pub(crate) struct Args {
     /// The job (`ember stream jobs` lists them).
     job: String,
-    /// The input files (text, cut into splits at line boundaries).
+    /// The input files (text, cut into splits at line boundaries),
+    /// folders (read recursively, leaving out names that start with `.` or
+    /// `_`) or quoted glob patterns such as 'logs/*.txt'.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Map every split and reduce every key range in a worker process of
@@ -63,7 +65,8 @@ pub(crate) fn run(a: Args, registry: &Registry) -> Result<()> {
     let runtime = builder.build()?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let report = runtime.run_registered(registry, &a.job, &a.job_args, &a.files, &mut out)?;
+    let files = ember::expand_paths(&a.files)?;
+    let report = runtime.run_registered(registry, &a.job, &a.job_args, &files, &mut out)?;
     if let (Some(report), true) = (report, a.stats) {
         print_report(&report);
     }

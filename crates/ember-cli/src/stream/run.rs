@@ -59,7 +59,9 @@ stderr is not shown), and exits 1 with no output file.";
 #[derive(ClapArgs)]
 #[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
-    /// Input files (text, cut into splits at line boundaries).
+    /// Input files (text, cut into splits at line boundaries), folders
+    /// (read recursively, leaving out names that start with `.` or `_`) or
+    /// quoted glob patterns such as 'logs/*.txt'.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// The map command (run by `sh -c`): reads lines on stdin, writes
@@ -115,7 +117,7 @@ struct Job<'a> {
 
 /// Runs `ember stream run`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let input = Input::files(&a.files)?;
+    let input = Input::files(ember::expand_paths(&a.files)?)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mappers = a.mappers.map_or(cpus, |n| n as usize);
     let partitions = a.reducers.unwrap_or(cpus as u32);
