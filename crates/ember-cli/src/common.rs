@@ -214,7 +214,10 @@ impl RunArgs {
 pub(crate) fn open_input(files: &[PathBuf], ingest: Ingest) -> Result<ember::Input<'static>> {
     need_files(files)?;
     if files.len() == 1 && files[0] == Path::new("-") {
-        return Ok(ember::Input::reader("<stdin>", std::io::stdin()));
+        return Ok(ember::Input::reader_decompressed(
+            "<stdin>",
+            std::io::stdin(),
+        )?);
     }
     if files.iter().any(|f| hdfs::is_url(f)) {
         return hdfs::open(files);
