@@ -20,8 +20,6 @@
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
 
-use crate::input::Stream;
-
 /// A compression format, as told by the first bytes of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Compression {
@@ -78,14 +76,20 @@ impl Compression {
     /// # Errors
     ///
     /// The decoder's own setup failing (zstd's context cannot be made).
-    pub(crate) fn decoder(self, source: impl Read + Send + 'static) -> io::Result<Stream> {
+    pub(crate) fn decoder(
+        self,
+        source: impl Read + Send + 'static,
+    ) -> io::Result<Box<dyn Read + Send>> {
+        if self == Compression::None {
+            return Ok(Box::new(source));
+        }
         let counted = Counted {
             inner: BufReader::with_capacity(SOURCE_BUFFER, source),
             consumed: 0,
             failed: false,
         };
         let decoder = match self {
-            Compression::None => return Ok(Box::new(counted.inner)),
+            Compression::None => unreachable!("returned above"),
             Compression::Gzip => Decoder::Gzip(flate2::bufread::MultiGzDecoder::new(counted)),
             Compression::Zstd => Decoder::Zstd(zstd::stream::read::Decoder::with_buffer(counted)?),
             Compression::Bzip2 => Decoder::Bzip2(bzip2::bufread::MultiBzDecoder::new(counted)),

@@ -27,7 +27,9 @@ use std::sync::{Arc, Mutex};
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
 use crate::error::{panic_message, Error, Result};
-use crate::input::Stream;
+
+/// A stream to read ahead, or the reader of one.
+type Stream = Box<dyn Read + Send>;
 
 /// Bytes per block.
 pub(crate) const BLOCK: usize = 1 << 20;
@@ -37,7 +39,8 @@ pub(crate) const QUEUED: usize = 2;
 /// The most bytes [`read_ahead`] holds in blocks for `streams` streams
 /// read on `threads` threads.
 pub(crate) fn bound(streams: usize, threads: usize) -> u64 {
-    (threads.clamp(1, streams.max(1)) * (QUEUED + 2) * BLOCK) as u64 * u64::from(streams > 0)
+    let reading = threads.max(1).min(streams);
+    (reading * (QUEUED + 2) * BLOCK) as u64
 }
 
 /// What a reading thread hands a stream's reader.
@@ -70,7 +73,9 @@ pub(crate) fn read_ahead(streams: Vec<Stream>, threads: usize) -> Result<Vec<Str
     }
     let threads = threads.clamp(1, streams.len());
     // A slot is a taken stream not yet read to its end by its reader.
-    let (slot_back, slots) = bounded::<()>(threads);
+    // Unbounded, so that giving one back never waits (a reader dropped
+    // before its stream was taken gives one too: the run is over then).
+    let (slot_back, slots) = unbounded::<()>();
     for _ in 0..threads {
         slot_back.send(()).expect("the channel holds every slot");
     }
