@@ -348,8 +348,8 @@ impl<'a> Input<'a> {
         Input::open(paths, Ingest::Mmap)
     }
 
-    /// Total bytes over all parts (for a streamed reader of unknown size,
-    /// only what is known: 0 for standard input).
+    /// Total bytes over all parts (for a streamed part of unknown size,
+    /// only what is known: 0 for standard input or a compressed file).
     pub fn len(&self) -> usize {
         self.parts.iter().map(|p| p.len() as usize).sum()
     }
