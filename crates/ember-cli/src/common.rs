@@ -217,7 +217,10 @@ pub(crate) fn open_input(args: &[PathBuf], ingest: Ingest) -> Result<ember::Inpu
     need_files(args)?;
     let files = ember::expand_paths(args)?;
     if files == [Path::new("-")] {
-        return Ok(ember::Input::reader("<stdin>", std::io::stdin()));
+        return Ok(ember::Input::reader_decompressed(
+            "<stdin>",
+            std::io::stdin(),
+        )?);
     }
     if files.iter().any(|f| hdfs::is_url(f)) {
         return hdfs::open(&files);

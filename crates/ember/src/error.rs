@@ -214,16 +214,36 @@ impl Error {
         }
     }
 
+    /// The error of a failed read of the input `path`: an
+    /// [`Error::InputChanged`] if the reader found its file changed (its
+    /// error carries a [`Changed`]), else an [`Error::Io`].
+    pub(crate) fn read(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        let changed = source.get_ref().and_then(|e| e.downcast_ref::<Changed>());
+        match changed {
+            Some(&Changed { was, now }) => Error::InputChanged {
+                path: path.into(),
+                was,
+                now,
+            },
+            None => Error::io(path, source),
+        }
+    }
+
     /// Builds the error for a caught panic payload.
     pub(crate) fn panicked(phase: Phase, payload: Box<dyn std::any::Any + Send>) -> Self {
-        let message = if let Some(s) = payload.downcast_ref::<&str>() {
-            (*s).to_string()
-        } else if let Some(s) = payload.downcast_ref::<String>() {
-            s.clone()
-        } else {
-            "(non-string panic payload)".to_string()
-        };
+        let message = panic_message(&*payload);
         Error::Panicked { phase, message }
+    }
+}
+
+/// The message of a caught panic's payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".to_string()
     }
 }
 
@@ -234,6 +254,29 @@ fn changed_how(was: u64, now: u64) -> String {
         false => format!("it was {was} bytes, now {now}"),
     }
 }
+
+/// What a reader of an input file returns, inside an I/O error, when it
+/// finds the file changed under it; [`Error::read`] makes it an
+/// [`Error::InputChanged`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Changed {
+    /// The file's length in bytes when it was opened.
+    pub(crate) was: u64,
+    /// Its length when the change was seen.
+    pub(crate) now: u64,
+}
+
+impl fmt::Display for Changed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the file changed while it was read ({})",
+            changed_how(self.was, self.now)
+        )
+    }
+}
+
+impl std::error::Error for Changed {}
 
 /// ember's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -51,16 +51,19 @@ pub(crate) struct GuardedMap {
     was: FileState,
 }
 
-/// What is compared to tell that a file changed.
+/// What is compared to tell that a file changed (a mapped one here, a
+/// streamed compressed one in `input`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileState {
-    len: u64,
+pub(crate) struct FileState {
+    /// Length in bytes.
+    pub(crate) len: u64,
     modified: Option<SystemTime>,
     id: (u64, u64),
 }
 
 impl FileState {
-    fn of(meta: &Metadata) -> Self {
+    /// The state `meta` gives.
+    pub(crate) fn of(meta: &Metadata) -> Self {
         #[cfg(unix)]
         let id = {
             use std::os::unix::fs::MetadataExt;

@@ -31,7 +31,6 @@
 //!   [`Error::Panicked`] in the split phase for a splitter) and leaves the
 //!   thread to serve the runtime's next runs.
 
-use std::any::Any;
 use std::io::Read;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -40,7 +39,7 @@ use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::error::{Error, Phase, Result};
+use crate::error::{panic_message, Error, Phase, Result};
 use crate::input::{custom_boundary, plan_slice, Stream};
 use crate::job::Records;
 use crate::pool::{place_pages, Topology};
@@ -305,7 +304,8 @@ impl ChunkReader {
 
 /// Appends up to `want` bytes of `stream` (the input `name`) to `buf`;
 /// returns how many it read. A panic in the reader is an error naming the
-/// input, like a failed read.
+/// input, like a failed read; a reader that found its file changed fails
+/// with [`Error::InputChanged`].
 fn read_into(name: &Path, stream: &mut Stream, buf: &mut Vec<u8>, want: usize) -> Result<usize> {
     // Room for exactly what is asked, so buffers stay near the chunk size
     // (read_to_end would otherwise double them).
@@ -313,19 +313,11 @@ fn read_into(name: &Path, stream: &mut Stream, buf: &mut Vec<u8>, want: usize) -
     match catch_unwind(AssertUnwindSafe(|| {
         stream.take(want as u64).read_to_end(buf)
     })) {
-        Ok(read) => read.map_err(|e| Error::io(name, e)),
+        Ok(read) => read.map_err(|e| Error::read(name, e)),
         Err(payload) => {
-            let why = format!("the reader panicked: {}", panic_message(payload));
+            let why = format!("the reader panicked: {}", panic_message(&*payload));
             Err(Error::io(name, std::io::Error::other(why)))
         }
-    }
-}
-
-/// The message of a caught panic.
-fn panic_message(payload: Box<dyn Any + Send>) -> String {
-    match Error::panicked(Phase::Split, payload) {
-        Error::Panicked { message, .. } => message,
-        other => other.to_string(),
     }
 }
 

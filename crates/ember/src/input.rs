@@ -9,14 +9,19 @@
 //!   `read` calls): the input is read in ingest chunks while earlier chunks
 //!   are mapped (see `ingest`), through a bounded number of buffers, so it
 //!   may be larger than memory.
+//!
+//! Files and [`Input::reader_decompressed`] tell compressed bytes by their
+//! first bytes (see `compress`); a compressed part is streamed through its
+//! decoder, read ahead on threads of its own (see `read_ahead`).
 
-use std::fs::File;
-use std::io::Read;
+use std::fs::{File, Metadata};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::error::{Error, Phase, Result};
-use crate::guard::GuardedMap;
+use crate::compress::Compression;
+use crate::error::{Changed, Error, Phase, Result};
+use crate::guard::{FileState, GuardedMap};
 use crate::job::Records;
 use crate::unwind;
 
@@ -41,8 +46,14 @@ enum Data<'a> {
     Borrowed(&'a [u8]),
     Owned(Vec<u8>),
     Mapped(GuardedMap),
-    /// Read in chunks by one run, which takes the reader; the size, if known.
-    Streamed(Mutex<Option<Stream>>, Option<u64>),
+    /// Read in chunks by one run, which takes the reader.
+    Streamed {
+        reader: Mutex<Option<Stream>>,
+        /// The bytes the reader gives, if known.
+        len: Option<u64>,
+        /// The format the reader decodes (its bytes are then read ahead).
+        format: Compression,
+    },
 }
 
 impl Part<'_> {
@@ -51,19 +62,21 @@ impl Part<'_> {
             Data::Borrowed(b) => b,
             Data::Owned(v) => v,
             Data::Mapped(m) => m.bytes(),
-            Data::Streamed(..) => &[],
+            Data::Streamed { .. } => &[],
         }
     }
 
     fn len(&self) -> u64 {
         match &self.data {
-            Data::Streamed(_, len) => len.unwrap_or(0),
+            Data::Streamed { len, .. } => len.unwrap_or(0),
             _ => self.bytes().len() as u64,
         }
     }
 }
 
-/// How [`Input::open`] reads files.
+/// How [`Input::open`] reads files (compressed ones are always streamed,
+/// and with them every file of the input: a run reads its parts all
+/// mapped or all streamed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Ingest {
     /// Memory-map when the files fit comfortably in memory (at most half of
@@ -133,50 +146,80 @@ impl<'a> Input<'a> {
     {
         let parts = readers
             .into_iter()
-            .map(|(name, reader, len)| {
-                let reader: Stream = Box::new(reader);
-                Part {
-                    name: name.into(),
-                    data: Data::Streamed(Mutex::new(Some(reader)), len),
-                }
-            })
+            .map(|(name, reader, len)| Part::streamed(name.into(), Box::new(reader), len))
             .collect();
         Input { parts }
     }
 
+    /// Input from a reader whose bytes may be compressed (standard input,
+    /// typically): its first bytes are read here, and if they are those of
+    /// a format ember decodes (gzip, zstd, bzip2, xz) the run
+    /// reads the decoded bytes, else the bytes as they are, as
+    /// [`reader`](Input::reader) does. Files are told the same way by
+    /// [`open`](Input::open) and [`files`](Input::files); `reader` and
+    /// [`readers`](Input::readers) never decode.
+    ///
+    /// ```
+    /// use std::io::{Cursor, Write};
+    /// use ember::Input;
+    ///
+    /// let mut gz = flate2::write::GzEncoder::new(Vec::new(), Default::default());
+    /// gz.write_all(b"one two\n")?;
+    /// let input = Input::reader_decompressed("<stdin>", Cursor::new(gz.finish()?))?;
+    /// assert!(input.is_streamed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] naming the input if reading its first bytes fails.
+    pub fn reader_decompressed(
+        name: impl Into<PathBuf>,
+        mut reader: impl Read + Send + 'static,
+    ) -> Result<Input<'static>> {
+        let name = name.into();
+        let mut head = Vec::with_capacity(Compression::MAGIC_LEN);
+        (&mut reader)
+            .take(Compression::MAGIC_LEN as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::io(&name, e))?;
+        let format = Compression::detect(&head);
+        let whole = io::Cursor::new(head).chain(reader);
+        let part = match format {
+            Compression::None => Part::streamed(name, Box::new(whole), None),
+            _ => Part::decoded(name, format, whole)?,
+        };
+        Ok(Input { parts: vec![part] })
+    }
+
     /// Input from files, read as `how` says. Every file is opened (and
-    /// checked to be a readable file) before this returns.
+    /// checked to be a readable file) before this returns. A file whose
+    /// first bytes are those of a compressed format (gzip, zstd, bzip2 or
+    /// xz; told by its bytes, not its name) is decoded as it is streamed,
+    /// and then every file of the input is streamed.
     pub fn open<P: AsRef<Path>>(
         paths: impl IntoIterator<Item = P>,
         how: Ingest,
     ) -> Result<Input<'static>> {
-        let paths: Vec<PathBuf> = paths
-            .into_iter()
-            .map(|p| p.as_ref().to_path_buf())
-            .collect();
-        let stream = match how {
-            Ingest::Mmap => false,
-            Ingest::Chunked => true,
-            Ingest::Auto => {
-                let mut total = 0;
-                for p in &paths {
-                    total += std::fs::metadata(p).map_err(|e| Error::io(p, e))?.len();
-                }
-                crate::memory::available().is_some_and(|avail| total > avail / 2)
-            }
-        };
-        if !stream {
-            return Input::files(&paths);
-        }
         let files = paths
-            .iter()
-            .map(|p| {
-                let file = open_file(p)?;
-                let len = file.metadata().map_err(|e| Error::io(p, e))?.len();
-                Ok((p.clone(), file, Some(len)))
-            })
+            .into_iter()
+            .map(|p| Opened::open(p.as_ref()))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Input::readers(files))
+        let compressed = files.iter().any(|f| f.format != Compression::None);
+        let stream = compressed
+            || match how {
+                Ingest::Mmap => false,
+                Ingest::Chunked => true,
+                Ingest::Auto => {
+                    let total: u64 = files.iter().map(|f| f.meta.len()).sum();
+                    crate::memory::available().is_some_and(|avail| total > avail / 2)
+                }
+            };
+        let parts = files
+            .into_iter()
+            .map(|f| f.into_part(stream))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Input { parts })
     }
 
     /// True when some part is a memory-mapped file.
@@ -217,7 +260,7 @@ impl<'a> Input<'a> {
     pub fn is_streamed(&self) -> bool {
         self.parts
             .iter()
-            .any(|p| matches!(p.data, Data::Streamed(..)))
+            .any(|p| matches!(p.data, Data::Streamed { .. }))
     }
 
     /// Checks that no memory-mapped file of the input changed since it
@@ -246,16 +289,21 @@ impl<'a> Input<'a> {
     }
 
     /// Takes the readers of a streamed input, with their names and their
-    /// lengths when opened (if known).
-    pub(crate) fn take_streams(&self) -> Result<Vec<(PathBuf, Stream, Option<u64>)>> {
-        self.parts
+    /// lengths when opened (if known); decoders of compressed parts are
+    /// read ahead on up to `decoders` threads at once (see `read_ahead`).
+    pub(crate) fn take_streams(
+        &self,
+        decoders: usize,
+    ) -> Result<Vec<(PathBuf, Stream, Option<u64>)>> {
+        let mut streams = self
+            .parts
             .iter()
             .map(|p| match &p.data {
-                Data::Streamed(r, len) => r
+                Data::Streamed { reader, len, format } => reader
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .take()
-                    .map(|r| (p.name.clone(), r, *len))
+                    .map(|r| (p.name.clone(), r, *len, *format != Compression::None))
                     .ok_or_else(|| {
                         Error::Config(format!(
                             "'{}' was already read by an earlier run (a streamed input is read once)",
@@ -264,26 +312,44 @@ impl<'a> Input<'a> {
                     }),
                 _ => Err(Error::Config("cannot mix streamed and in-memory parts".into())),
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        let decoded: Vec<Stream> = streams
+            .iter_mut()
+            .filter(|s| s.3)
+            .map(|s| std::mem::replace(&mut s.1, Box::new(io::empty())))
+            .collect();
+        let mut ahead = crate::read_ahead::read_ahead(decoded, decoders)?.into_iter();
+        for s in streams.iter_mut().filter(|s| s.3) {
+            s.1 = ahead.next().expect("one reader per decoded stream");
+        }
+        Ok(streams
+            .into_iter()
+            .map(|(name, r, len, _)| (name, r, len))
+            .collect())
     }
 
-    /// Input from one file, memory-mapped.
+    /// The most bytes [`take_streams`](Input::take_streams) reads ahead
+    /// of the run, given as many `decoders`.
+    pub(crate) fn read_ahead_bytes(&self, decoders: usize) -> u64 {
+        let decoded = |p: &&Part| matches!(p.data, Data::Streamed { format, .. } if format != Compression::None);
+        crate::read_ahead::bound(self.parts.iter().filter(decoded).count(), decoders)
+    }
+
+    /// Input from one file, memory-mapped, or streamed through its
+    /// decoder if it is compressed (see [`open`](Input::open)).
     pub fn file(path: impl AsRef<Path>) -> Result<Input<'static>> {
         Input::files([path])
     }
 
-    /// Input from several files, each memory-mapped; a record never spans
-    /// two files, and `Split::part` says which file a split comes from.
+    /// Input from several files, each memory-mapped (all streamed if one
+    /// is compressed, see [`open`](Input::open)); a record never spans two
+    /// files, and `Split::part` says which file a split comes from.
     pub fn files<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) -> Result<Input<'static>> {
-        let parts = paths
-            .into_iter()
-            .map(|p| map_file(p.as_ref()))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Input { parts })
+        Input::open(paths, Ingest::Mmap)
     }
 
-    /// Total bytes over all parts (for a streamed reader of unknown size,
-    /// only what is known: 0 for standard input).
+    /// Total bytes over all parts (for a streamed part of unknown size,
+    /// only what is known: 0 for standard input or a compressed file).
     pub fn len(&self) -> usize {
         self.parts.iter().map(|p| p.len() as usize).sum()
     }
@@ -291,16 +357,17 @@ impl<'a> Input<'a> {
     /// Input bytes over all parts, if every part's length is known (a
     /// stream may not say).
     pub(crate) fn known_len(&self) -> Option<u64> {
-        let unknown = |p: &Part| matches!(p.data, Data::Streamed(_, None));
+        let unknown = |p: &Part| matches!(p.data, Data::Streamed { len: None, .. });
         match self.parts.iter().any(unknown) {
             true => None,
             false => Some(self.len() as u64),
         }
     }
 
-    /// True when there are no bytes at all.
+    /// True when there are no bytes at all (a part whose length is not
+    /// known, such as standard input or a compressed file, may have some).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.known_len() == Some(0)
     }
 
     /// Number of parts (files).
@@ -319,39 +386,162 @@ impl<'a> Input<'a> {
     }
 }
 
-/// Opens a file for reading; a directory is an error.
-fn open_file(path: &Path) -> Result<File> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-    if meta.is_dir() {
-        return Err(Error::IsDirectory {
-            path: path.to_path_buf(),
-        });
+impl Part<'static> {
+    /// A part read from `reader` as it is.
+    fn streamed(name: PathBuf, reader: Stream, len: Option<u64>) -> Self {
+        Part {
+            name,
+            data: Data::Streamed {
+                reader: Mutex::new(Some(reader)),
+                len,
+                format: Compression::None,
+            },
+        }
     }
-    Ok(file)
+
+    /// A part read from `source` decoded from `format`.
+    fn decoded(
+        name: PathBuf,
+        format: Compression,
+        source: impl Read + Send + 'static,
+    ) -> Result<Self> {
+        let reader = format.decoder(source).map_err(|e| Error::io(&name, e))?;
+        Ok(Part {
+            name,
+            data: Data::Streamed {
+                reader: Mutex::new(Some(reader)),
+                len: None,
+                format,
+            },
+        })
+    }
 }
 
-fn map_file(path: &Path) -> Result<Part<'static>> {
-    let file = open_file(path)?;
-    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-    let data = if meta.len() == 0 {
-        // An empty file cannot be mapped; it is a valid, empty part.
-        Data::Owned(Vec::new())
-    } else {
-        // A file cut short while mapped reads as zeros past its new end
-        // instead of killing the process, and the run fails (see `guard`).
-        let map = GuardedMap::new(&file, &meta).map_err(|e| Error::io(path, e))?;
-        #[cfg(unix)]
-        {
-            // Advice only: a failure changes speed, not results.
-            let _ = map.advise(memmap2::Advice::Sequential);
+/// A file opened for input, and the format its first bytes say.
+struct Opened {
+    path: PathBuf,
+    file: File,
+    meta: Metadata,
+    format: Compression,
+}
+
+impl Opened {
+    /// Opens a file for reading (a directory is an error) and reads its
+    /// first bytes.
+    fn open(path: &Path) -> Result<Opened> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        if meta.is_dir() {
+            return Err(Error::IsDirectory {
+                path: path.to_path_buf(),
+            });
         }
-        Data::Mapped(map)
-    };
-    Ok(Part {
-        name: path.to_path_buf(),
-        data,
-    })
+        let mut head = [0; Compression::MAGIC_LEN];
+        let n = read_head(&file, &mut head).map_err(|e| Error::io(path, e))?;
+        Ok(Opened {
+            path: path.to_path_buf(),
+            file,
+            meta,
+            format: Compression::detect(&head[..n]),
+        })
+    }
+
+    /// The file as a part: decoded if it is compressed, else streamed if
+    /// `stream`, else mapped.
+    fn into_part(self, stream: bool) -> Result<Part<'static>> {
+        let Opened {
+            path,
+            file,
+            meta,
+            format,
+        } = self;
+        if format != Compression::None {
+            let source = Unchanged {
+                file,
+                read: 0,
+                was: FileState::of(&meta),
+            };
+            return Part::decoded(path, format, source);
+        }
+        if stream {
+            return Ok(Part::streamed(path, Box::new(file), Some(meta.len())));
+        }
+        let data = if meta.len() == 0 {
+            // An empty file cannot be mapped; it is a valid, empty part.
+            Data::Owned(Vec::new())
+        } else {
+            // A file cut short while mapped reads as zeros past its new end
+            // instead of killing the process, and the run fails (see `guard`).
+            let map = GuardedMap::new(&file, &meta).map_err(|e| Error::io(&path, e))?;
+            #[cfg(unix)]
+            {
+                // Advice only: a failure changes speed, not results.
+                let _ = map.advise(memmap2::Advice::Sequential);
+            }
+            Data::Mapped(map)
+        };
+        Ok(Part { name: path, data })
+    }
+}
+
+/// Reads the first bytes of `file` into `head` (with positioned reads,
+/// leaving its offset at the start); returns how many (fewer only if the
+/// file is shorter).
+fn read_head(file: &File, head: &mut [u8]) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut n = 0;
+    while n < head.len() {
+        match file.read_at(&mut head[n..], n as u64) {
+            Ok(0) => break,
+            Ok(got) => n += got,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// A compressed file read to its decoder, which fails the read with a
+/// [`Changed`] if the file is not as it was when opened when its end is
+/// reached (its length, modification time or identity differ): cut short,
+/// grown or rewritten. It reads no further than the length it had, so
+/// bytes appended while it is read are never decoded.
+struct Unchanged {
+    file: File,
+    /// Bytes read so far.
+    read: u64,
+    /// The file when opened.
+    was: FileState,
+}
+
+impl Unchanged {
+    /// At the end of the file (or where it was): an error if it changed.
+    fn check(&self) -> io::Result<()> {
+        let now = FileState::of(&self.file.metadata()?);
+        match now == self.was && self.read == self.was.len {
+            true => Ok(()),
+            false => Err(io::Error::other(Changed {
+                was: self.was.len,
+                now: now.len,
+            })),
+        }
+    }
+}
+
+impl Read for Unchanged {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.was.len - self.read;
+        let want = buf.len().min(left.try_into().unwrap_or(usize::MAX));
+        let n = match want {
+            0 => 0,
+            _ => self.file.read(&mut buf[..want])?,
+        };
+        self.read += n as u64;
+        if n == 0 && !buf.is_empty() {
+            self.check()?;
+        }
+        Ok(n)
+    }
 }
 
 impl std::fmt::Debug for Input<'_> {
@@ -362,7 +552,10 @@ impl std::fmt::Debug for Input<'_> {
             let kind = match &p.data {
                 Data::Borrowed(_) | Data::Owned(_) => "memory",
                 Data::Mapped(_) => "mmap",
-                Data::Streamed(..) => "stream",
+                Data::Streamed { format, .. } => match format {
+                    Compression::None => "stream",
+                    format => format.name(),
+                },
             };
             list.entry(&(&p.name, kind, p.bytes().len()));
         }

@@ -45,6 +45,7 @@
 mod barrier;
 mod busy;
 mod combine;
+mod compress;
 mod container;
 mod derive;
 mod error;
@@ -64,6 +65,7 @@ mod plan;
 mod pool;
 mod predict;
 mod progress;
+mod read_ahead;
 mod record_sort;
 mod runtime;
 mod sample;

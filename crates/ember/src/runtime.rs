@@ -554,7 +554,7 @@ impl Runtime {
         };
         let prediction = sample.prediction.as_ref();
         let source = self.source(input, splits, job.records(), opts)?;
-        let memory = self.memory(opts, input_buffers(&source))?;
+        let memory = self.memory(opts, input_buffers(&source, self.threads()))?;
         // A table reserved past the budget would spill at once: at most
         // the keys whose entries (at half load) fit in a worker's share.
         let entry = std::mem::size_of::<(J::Key, StateOf<J>)>().max(1);
@@ -813,7 +813,7 @@ impl Runtime {
             .unwrap_or_else(|| default_split_size(chunk_size, self.threads()));
         Ok(Source::Stream {
             input,
-            reader: ChunkReader::new(input.take_streams()?, records, chunk_size)
+            reader: ChunkReader::new(input.take_streams(self.threads())?, records, chunk_size)
                 .placed(Stripes::new(self.pool.topology(), chunk_size)),
             split_size,
             buffers,
@@ -855,13 +855,17 @@ struct Sampled<'r, 'i, 'a, J: Job> {
 }
 
 /// The bytes of a map source's input buffers: a streamed run's chunks in
-/// circulation, none for an input in memory.
-fn input_buffers(source: &Source<'_, '_>) -> u64 {
+/// circulation and the blocks its decoders (on up to `threads` threads)
+/// read ahead, none for an input in memory.
+fn input_buffers(source: &Source<'_, '_>, threads: usize) -> u64 {
     match source {
         Source::Memory(..) => 0,
         Source::Stream {
-            buffers, reader, ..
-        } => (*buffers * reader.chunk_size()) as u64,
+            input,
+            buffers,
+            reader,
+            ..
+        } => (*buffers * reader.chunk_size()) as u64 + input.read_ahead_bytes(threads),
     }
 }
 

@@ -12,6 +12,7 @@ mod modes;
 mod tally;
 
 mod cancel;
+mod compressed;
 mod custom_records;
 mod input_changed;
 mod input_panics;
