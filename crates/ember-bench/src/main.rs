@@ -24,6 +24,7 @@ use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use ember_cli::output;
 
+mod compressed;
 mod containers;
 mod harness;
 mod histogram;
@@ -70,6 +71,10 @@ enum Bench {
     Merge(merge::Args),
     /// Read-then-map vs the chunked ingest pipeline on a throttled reader.
     Ingest(ingest::Args),
+    /// Word count on gzip, zstd and bzip2 copies of the corpus vs the
+    /// decompressor piped into `ember wordcount -` and vs the decompressor
+    /// alone.
+    Compressed(compressed::Args),
     /// Word count vs the single-threaded C reference (reference/wc_baseline.c).
     Wordcount(wordcount::Args),
     /// Histogram vs the sequential one and a plain memory read of the image.
@@ -144,7 +149,12 @@ fn run(b: Bench) -> Result<()> {
 fn times_the_command(b: &Bench) -> bool {
     matches!(
         b,
-        Bench::All | Bench::Sort(_) | Bench::InvertedIndex(_) | Bench::Spill(_) | Bench::Isolate(_)
+        Bench::All
+            | Bench::Sort(_)
+            | Bench::InvertedIndex(_)
+            | Bench::Spill(_)
+            | Bench::Isolate(_)
+            | Bench::Compressed(_)
     )
 }
 
@@ -152,6 +162,7 @@ fn run_one(b: Bench) -> Result<()> {
     match b {
         Bench::All => all(),
         Bench::Ingest(a) => ingest::run(a),
+        Bench::Compressed(a) => compressed::run(a),
         Bench::Merge(a) => merge::run(a),
         Bench::Containers(a) => containers::run(a),
         Bench::Wordcount(a) => wordcount::run(a),

@@ -146,6 +146,51 @@ fn a_tiny_numeric_bench_reads_its_matrix_from_the_cache() {
 }
 
 #[test]
+fn a_tiny_compressed_bench_checks_every_form_against_the_plain_corpus() {
+    // The copies are made with the system's gzip, pzstd, zstd and bzip2.
+    let cache = tempfile::tempdir().unwrap();
+    let args = ["compressed", "--size", "256KiB", "--pieces", "3"];
+    let out = stdout_of(bench(
+        cache.path(),
+        &[&args[..], &["--runs", "1", "-t", "2"]].concat(),
+    ));
+    let forms = [
+        ("3 .gz pieces", "gzip -dc"),
+        ("one .gz", "gzip -dc"),
+        ("one .zst of independent frames (pzstd)", "zstd -dc"),
+        ("one .zst of one frame (zstd)", "zstd -dc"),
+        ("one .bz2", "bzip2 -dc"),
+    ];
+    for (form, program) in forms {
+        let rows = table(
+            &out,
+            &format!("compressed: {form}, 0.3 MB of text, 2 threads"),
+        );
+        assert_eq!(
+            names(&rows),
+            [
+                format!("{program} | ember wordcount -").as_str(),
+                "ember wordcount FILES",
+                &format!("{program} alone > /dev/null, 2 processes side by side"),
+                "ember wordcount, the plain file",
+            ],
+            "{out}"
+        );
+    }
+    let pieces = std::fs::read_dir(cache.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with("-of-3.gz")
+        })
+        .count();
+    assert_eq!(pieces, 3);
+}
+
+#[test]
 fn a_workload_bench_has_the_name_of_its_command() {
     let cache = tempfile::tempdir().unwrap();
     let help = stdout_of(bench(cache.path(), &["--help"]));
@@ -182,7 +227,14 @@ fn a_bench_that_times_the_ember_command_needs_it_built_beside() {
     let alone = tempfile::tempdir().unwrap();
     let copy = alone.path().join("ember-bench");
     std::fs::copy(env!("CARGO_BIN_EXE_ember-bench"), &copy).unwrap();
-    for bench in ["sort", "inverted-index", "spill", "isolate", "all"] {
+    for bench in [
+        "sort",
+        "inverted-index",
+        "spill",
+        "isolate",
+        "compressed",
+        "all",
+    ] {
         let out = Command::new(&copy)
             .arg(bench)
             .env("EMBER_CACHE", alone.path())

@@ -55,6 +55,9 @@ impl Compression {
         }
         match head {
             [b'B', b'Z', b'h', b'1'..=b'9', ..] => Compression::Bzip2,
+            // A zstd skippable frame (magic 0x184D2A50-5F, little-endian),
+            // which `pzstd` writes ahead of each frame to say its size.
+            [0x50..=0x5f, 0x2a, 0x4d, 0x18, ..] => Compression::Zstd,
             _ => Compression::None,
         }
     }
@@ -211,9 +214,12 @@ mod tests {
 
     #[test]
     fn formats_are_told_by_their_magic_bytes() {
-        let cases: [(&[u8], Compression); 12] = [
+        let cases: [(&[u8], Compression); 14] = [
             (b"\x1f\x8b\x08\x00\x00\x00", Compression::Gzip),
             (b"\x28\xb5\x2f\xfd\x04\x00", Compression::Zstd),
+            // Skippable frames first, as `pzstd` writes them.
+            (b"\x50\x2a\x4d\x18\x04\x00", Compression::Zstd),
+            (b"\x5f\x2a\x4d\x18", Compression::Zstd),
             (b"BZh91AY", Compression::Bzip2),
             (b"BZh1", Compression::Bzip2),
             (b"\xfd7zXZ\x00\x00", Compression::Xz),
@@ -231,6 +237,21 @@ mod tests {
         for (head, want) in cases {
             assert_eq!(Compression::detect(head), want, "{head:?}");
         }
+    }
+
+    /// A skippable frame ahead of the data (as `pzstd` writes) is told
+    /// as zstd and skipped.
+    #[test]
+    fn a_zstd_file_may_start_with_a_skippable_frame() {
+        let mut file = vec![0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 1, 2, 3];
+        file.extend(zstd::encode_all(&b"after the skippable frame"[..], 1).unwrap());
+        assert_eq!(Compression::detect(&file), Compression::Zstd);
+        let mut out = Vec::new();
+        let mut d = Compression::Zstd
+            .decoder(std::io::Cursor::new(file))
+            .unwrap();
+        d.read_to_end(&mut out).unwrap();
+        assert_eq!(out, b"after the skippable frame");
     }
 
     #[test]
