@@ -79,6 +79,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
             form.title
         );
         print_table(&title, mb, "MB", &rows);
+        // Tables apart, as a reader (and the smoke test) takes them.
+        println!();
     }
     Ok(())
 }
