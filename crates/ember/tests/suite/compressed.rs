@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use ember::{Bytes, Emit, Error, Input, Job, MapResult, Records, RunOptions, Runtime, Split, Sum};
 use proptest::prelude::*;
 
+use crate::placed::Placed;
+
 /// The formats ember decodes, and plain text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Format {
@@ -64,37 +66,6 @@ impl Format {
         at.windows(2)
             .flat_map(|w| self.member(&text[w[0]..w[1]]))
             .collect()
-    }
-}
-
-/// Counts each word with the part it is in and its offset there: any
-/// byte decoded wrong, out of order or in another part shows as a
-/// different key.
-struct Placed;
-
-impl Job for Placed {
-    type Key = Bytes;
-    type Value = u64;
-    type Combiner = Sum;
-    type Out = u64;
-
-    fn records(&self) -> Records {
-        Records::Separator(|b| b == b' ' || b == b'\n')
-    }
-    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
-        let mut at = 0;
-        for w in split.data.split(|&b| b == b' ' || b == b'\n') {
-            if !w.is_empty() {
-                let offset = split.offset + at as u64;
-                let key = format!("{}:{offset}:{}", split.part, String::from_utf8_lossy(w));
-                emit.emit(key.as_bytes(), 1);
-            }
-            at += w.len() + 1;
-        }
-        Ok(())
-    }
-    fn reduce(&self, _key: &Bytes, n: u64) -> u64 {
-        n
     }
 }
 

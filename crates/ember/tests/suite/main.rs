@@ -18,6 +18,7 @@ mod input_changed;
 mod input_panics;
 mod multi_reader;
 mod pipeline;
+mod placed;
 mod plain_keys;
 mod runtime;
 mod sort_records;

@@ -7,38 +7,10 @@
 use std::io::{Cursor, Read};
 use std::path::PathBuf;
 
-use ember::{Bytes, Emit, Error, Input, Job, MapResult, Records, RunOptions, Runtime, Split, Sum};
+use ember::{Error, Input, RunOptions, Runtime};
+
+use crate::placed::Placed;
 use proptest::prelude::*;
-
-/// Counts each word with the part it is in and its offset there: any
-/// split cut, part number or offset that differs shows as a different key.
-struct Placed;
-
-impl Job for Placed {
-    type Key = Bytes;
-    type Value = u64;
-    type Combiner = Sum;
-    type Out = u64;
-
-    fn records(&self) -> Records {
-        Records::Separator(|b| b == b' ' || b == b'\n')
-    }
-    fn map<E: Emit<Bytes, u64>>(&self, split: Split<'_>, emit: &mut E) -> MapResult {
-        let mut at = 0;
-        for w in split.data.split(|&b| b == b' ' || b == b'\n') {
-            if !w.is_empty() {
-                let offset = split.offset + at as u64;
-                let key = format!("{}:{offset}:{}", split.part, String::from_utf8_lossy(w));
-                emit.emit(key.as_bytes(), 1);
-            }
-            at += w.len() + 1;
-        }
-        Ok(())
-    }
-    fn reduce(&self, _key: &Bytes, n: u64) -> u64 {
-        n
-    }
-}
 
 /// Writes `files` into a fresh folder; returns it and the paths, in order.
 fn write(files: &[Vec<u8>]) -> (tempfile::TempDir, Vec<PathBuf>) {
