@@ -1,15 +1,20 @@
 """The GIL is released while ember runs; repeated calls do not leak."""
 
 import gc
+import os
 import threading
 import time
 
 import ember
 
 
-def test_python_runs_while_ember_does(data):
+def test_python_runs_while_ember_does(data, tmp_path):
     # A run long enough to measure: the text many times over, one thread.
-    paths = [data["text"]] * 40
+    # Each copy needs a name of its own: a file named twice is read once.
+    paths = []
+    for i in range(40):
+        paths.append(tmp_path / f"copy{i}.txt")
+        os.link(data["text"], paths[-1])
     rt = ember.Runtime(threads=1)
     started, done = threading.Event(), threading.Event()
     result = {}
