@@ -177,10 +177,12 @@ impl<'a> Src<'a> {
     }
 
     /// The input of a job that reads its input whole (histogram, sort,
-    /// inverted index): files memory-mapped, a file object read to its end.
+    /// inverted index): files memory-mapped (compressed ones decoded into
+    /// memory), a file object read to its end.
     pub(crate) fn whole(self) -> ember::Result<Input<'a>> {
         match self {
             Src::File(f) => Ok(Input::owned(f.name.clone(), f.read_all()?)),
+            Src::Paths(p) if !p.is_empty() => Input::in_memory(ember::expand_paths(p)?),
             _ => self.open(Ingest::Mmap),
         }
     }

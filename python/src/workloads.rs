@@ -97,6 +97,9 @@ pub(crate) fn inverted_index<'py>(
         o,
         || {
             let input = match src {
+                // Lines are numbered in a first pass over the input in
+                // memory; documents that are files may stream.
+                Src::Paths(p) if lines => Input::in_memory(documents(p)?)?,
                 Src::Paths(p) => Input::open(documents(p)?, Ingest::Mmap)?,
                 _ => src.whole()?,
             };

@@ -153,3 +153,19 @@ def test_import_leaves_numpy_and_multiprocessing_to_the_calls_that_use_them():
     code = "import ember; print(ember.matrix_multiply([[1, 0], [0, 1]], [[1, 2], [3, 4]]).tolist())"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert p.stdout.strip() == "[[1, 2], [3, 4]]"
+
+
+def test_compressed_files_read_as_the_plain_ones(data, tmp_path):
+    import gzip
+
+    def gz(name):
+        path = tmp_path / (data[name].name + ".gz")
+        path.write_bytes(gzip.compress(data[name].read_bytes(), compresslevel=1))
+        return path
+
+    text, bmp, records = gz("text"), gz("bmp"), gz("records")
+    assert ember.wordcount(text) == ember.wordcount(data["text"])
+    lines = ember.inverted_index(text, lines=True)
+    assert lines == ember.inverted_index(data["text"], lines=True)
+    np.testing.assert_array_equal(ember.histogram(bmp), ember.histogram(data["bmp"]))
+    assert ember.sort(records) == ember.sort(data["records"])

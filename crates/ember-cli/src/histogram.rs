@@ -68,7 +68,7 @@ pub(crate) fn count(
     file: &Path,
     opts: &ember::RunOptions,
 ) -> Result<(Counts, ember::Stats)> {
-    let input = Input::file(file)?;
+    let input = Input::in_memory([file])?;
     let counts = histogram::run(rt, input.part_bytes(0), opts)
         .with_context(|| format!("'{}'", file.display()))?;
     // The run read the file's map, not an input of its own.
@@ -89,7 +89,7 @@ fn count_isolated(a: &Args) -> Result<(Counts, Stats, RunArgs)> {
     }
     let mut stats = iso.stats;
     // The thread mode's input is the pixel array.
-    let input = Input::file(&a.file)?;
+    let input = Input::in_memory([&a.file])?;
     stats.input_bytes = Bmp::parse(input.part_bytes(0))?.pixels_len() as u64;
     Ok((counts, stats, iso.run))
 }

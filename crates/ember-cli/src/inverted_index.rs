@@ -97,13 +97,16 @@ pub(crate) fn run(a: Args) -> Result<()> {
 /// Builds the index on this process's threads, writing it as
 /// [`write_streamed`] does.
 fn build_in_threads(a: &Args, paths: &[PathBuf]) -> Result<Streamed> {
-    // Memory-mapped (or standard input read whole): numbering lines takes a
-    // first pass over the input before the index job's.
+    // In memory (standard input read whole, compressed files decoded):
+    // numbering lines takes a first pass over the input before the index
+    // job's. Documents that are files may stream.
     let input = if paths.len() == 1 && paths[0] == Path::new("-") {
         let mut data = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
             .context("cannot read standard input")?;
         ember::Input::owned("<stdin>", data)
+    } else if a.lines {
+        ember::Input::in_memory(paths)?
     } else {
         ember::Input::open(paths, ember::tune::Ingest::Mmap)?
     };

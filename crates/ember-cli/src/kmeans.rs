@@ -62,7 +62,7 @@ pub(crate) fn gen(a: GenArgs) -> Result<()> {
 
 /// Runs `ember kmeans`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let input = Input::file(&a.file)?;
+    let input = Input::in_memory([&a.file])?;
     let points = Matrix::from_input(&input)?;
     if a.isolate.isolate {
         let (c, stats, run) = clustered_isolated(&a, &points)?;

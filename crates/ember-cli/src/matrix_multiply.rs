@@ -60,7 +60,7 @@ pub(crate) fn gen(a: GenArgs) -> Result<()> {
 
 /// Runs `ember matrix-multiply`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let (ia, ib) = (Input::file(&a.a)?, Input::file(&a.b)?);
+    let (ia, ib) = (Input::in_memory([&a.a])?, Input::in_memory([&a.b])?);
     let (ma, mb) = (Matrix::from_input(&ia)?, Matrix::from_input(&ib)?);
     let (c, stats, run) = if a.isolate.isolate {
         isolated(&a, &ma, &mb)?

@@ -57,7 +57,7 @@ pub(crate) fn gen(a: GenArgs) -> Result<()> {
 
 /// Runs `ember pca`.
 pub(crate) fn run(a: Args) -> Result<()> {
-    let input = Input::file(&a.file)?;
+    let input = Input::in_memory([&a.file])?;
     let m = Matrix::from_input(&input)?;
     let (p, stats, run) = if a.isolate.isolate {
         isolated(&a, &m)?

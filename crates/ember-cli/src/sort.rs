@@ -121,7 +121,7 @@ fn external(a: Args) -> Result<()> {
 /// `ember sort` of records that fit in the memory budget: their order
 /// computed in memory, then the records gathered from the mapped file.
 fn in_memory(a: Args) -> Result<()> {
-    let input = Input::file(&a.file)?;
+    let input = Input::in_memory([&a.file])?;
     let rt = a.run.runtime()?;
     let data = input.part_bytes(0);
     let order = a

@@ -445,3 +445,126 @@ fn every_workload_of_the_bench_suite_is_a_command() {
         assert!(ember(&[name, "--help"]).status.success(), "{name}");
     }
 }
+
+/// Every workload reads a gzip file as it reads the file gzipped: text
+/// and records streamed through the decoder, images and matrices (read
+/// whole) decoded into memory.
+#[test]
+fn every_workload_reads_a_gzip_file_as_the_plain_one() {
+    let tmp = tempdir("gzip");
+    let d = tmp.path();
+    let path = |name: &str| d.join(name).to_str().unwrap().to_owned();
+    let gen = |args: &[&str]| {
+        assert!(
+            ember(&[&["gen"], args].concat()).status.success(),
+            "{args:?}"
+        )
+    };
+    gen(&["text", "--size", "200KiB", "-o", &path("text")]);
+    gen(&[
+        "histogram",
+        "--width",
+        "60",
+        "--height",
+        "40",
+        "-o",
+        &path("image"),
+    ]);
+    gen(&["linreg", "--size", "64KiB", "-o", &path("points")]);
+    gen(&["strmatch", "--size", "64KiB", "-o", &path("keys")]);
+    gen(&["sort", "--records", "2000", "-o", &path("records")]);
+    gen(&[
+        "kmeans",
+        "--points",
+        "2000",
+        "--dims",
+        "3",
+        "-o",
+        &path("clusters"),
+    ]);
+    gen(&["pca", "--rows", "20", "--cols", "50", "-o", &path("rows")]);
+    gen(&[
+        "matmul",
+        "--n",
+        "30",
+        "--cols",
+        "20",
+        "--seed",
+        "1",
+        "-o",
+        &path("a"),
+    ]);
+    gen(&[
+        "matmul",
+        "--n",
+        "20",
+        "--cols",
+        "25",
+        "--seed",
+        "2",
+        "-o",
+        &path("b"),
+    ]);
+    for name in [
+        "text", "image", "points", "keys", "records", "clusters", "rows", "a", "b",
+    ] {
+        let zipped = Command::new("gzip").args(["-k", &path(name)]).status();
+        assert!(zipped.expect("gzip runs").success(), "{name}");
+    }
+    // Results (text, or sorted records) without timings: lines that
+    // start with '#', and any number before "s" or a rate ("GMAC/s").
+    let untimed = |line: &[u8]| -> Vec<u8> {
+        let words: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+        let timed = |w: &&[u8]| {
+            matches!(*w, b"s" | b"s," | b"s)") || w.ends_with(b"/s") || w.ends_with(b"/s,")
+        };
+        let kept = (0..words.len()).map(|i| match words.get(i + 1).is_some_and(timed) {
+            true => &b"_"[..],
+            false => words[i],
+        });
+        kept.collect::<Vec<_>>().join(&b' ')
+    };
+    let results = |args: &[String]| -> Vec<u8> {
+        let out = Command::new(env!("CARGO_BIN_EXE_ember"))
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        let lines = out.stdout.split(|&b| b == b'\n');
+        let kept: Vec<Vec<u8>> = lines
+            .filter(|l| !l.starts_with(b"#"))
+            .map(untimed)
+            .collect();
+        kept.join(&b'\n')
+    };
+    let commands: [&[&str]; 10] = [
+        &["wordcount", "text"],
+        &["inverted-index", "text", "--lines", "-o", "-"],
+        &["string-match", "keys", "ferrari", "whotheman"],
+        &["linear-regression", "points"],
+        &["histogram", "image"],
+        &["sort", "records", "--out", "-"],
+        &["kmeans", "clusters"],
+        &["pca", "rows"],
+        &["matrix-multiply", "a", "b"],
+        &["wordcount", "text", "--ingest", "chunked"],
+    ];
+    let files = [
+        "text", "image", "points", "keys", "records", "clusters", "rows", "a", "b",
+    ];
+    for command in commands {
+        let args = |suffix: &str| -> Vec<String> {
+            command
+                .iter()
+                .map(|a| match files.contains(a) {
+                    true => path(&format!("{a}{suffix}")),
+                    false => a.to_string(),
+                })
+                .collect()
+        };
+        let plain = results(&args(""));
+        assert!(plain.len() > 10, "{command:?}");
+        assert_eq!(results(&args(".gz")), plain, "{command:?}");
+    }
+}

@@ -12,16 +12,18 @@
 //!
 //! Files and [`Input::reader_decompressed`] tell compressed bytes by their
 //! first bytes (see `compress`); a compressed part is streamed through its
-//! decoder, read ahead on threads of its own (see `read_ahead`).
+//! decoder, read ahead on threads of its own (see `read_ahead`); a large
+//! zstd or bzip2 file in pieces that decode on several threads at once
+//! (see `compress`).
 
 use std::fs::{File, Metadata};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::compress::Compression;
-use crate::error::{Changed, Error, Phase, Result};
-use crate::guard::{FileState, GuardedMap};
+use crate::compress::{Compression, Pieces};
+use crate::error::{Error, Phase, Result};
+use crate::guard::GuardedMap;
 use crate::job::Records;
 use crate::unwind;
 
@@ -46,9 +48,10 @@ enum Data<'a> {
     Borrowed(&'a [u8]),
     Owned(Vec<u8>),
     Mapped(GuardedMap),
-    /// Read in chunks by one run, which takes the reader.
+    /// Read in chunks by one run, which takes the reader (of its pieces'
+    /// bytes in turn).
     Streamed {
-        reader: Mutex<Option<Stream>>,
+        reader: Mutex<Option<Pieces>>,
         /// The bytes the reader gives, if known.
         len: Option<u64>,
         /// The format the reader decodes (its bytes are then read ahead).
@@ -289,50 +292,62 @@ impl<'a> Input<'a> {
     }
 
     /// Takes the readers of a streamed input, with their names and their
-    /// lengths when opened (if known); decoders of compressed parts are
-    /// read ahead on up to `decoders` threads at once (see `read_ahead`).
+    /// lengths when opened (if known); the pieces of compressed parts are
+    /// decoded ahead on up to `decoders` threads at once (see
+    /// `read_ahead`), in order, and joined again part by part.
     pub(crate) fn take_streams(
         &self,
         decoders: usize,
     ) -> Result<Vec<(PathBuf, Stream, Option<u64>)>> {
-        let mut streams = self
-            .parts
-            .iter()
-            .map(|p| match &p.data {
-                Data::Streamed { reader, len, format } => reader
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take()
-                    .map(|r| (p.name.clone(), r, *len, *format != Compression::None))
-                    .ok_or_else(|| {
-                        Error::Config(format!(
-                            "'{}' was already read by an earlier run (a streamed input is read once)",
-                            p.name.display()
-                        ))
-                    }),
-                _ => Err(Error::Config("cannot mix streamed and in-memory parts".into())),
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let decoded: Vec<Stream> = streams
-            .iter_mut()
-            .filter(|s| s.3)
-            .map(|s| std::mem::replace(&mut s.1, Box::new(io::empty())))
-            .collect();
-        let mut ahead = crate::read_ahead::read_ahead(decoded, decoders)?.into_iter();
-        for s in streams.iter_mut().filter(|s| s.3) {
-            s.1 = ahead.next().expect("one reader per decoded stream");
+        let mut parts = Vec::with_capacity(self.parts.len());
+        let mut decoded = Vec::new();
+        for p in &self.parts {
+            let Data::Streamed {
+                reader,
+                len,
+                format,
+            } = &p.data
+            else {
+                return Err(Error::Config(
+                    "cannot mix streamed and in-memory parts".into(),
+                ));
+            };
+            let Some(pieces) = reader.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+                return Err(Error::Config(format!(
+                    "'{}' was already read by an earlier run (a streamed input is read once)",
+                    p.name.display()
+                )));
+            };
+            let (mut streams, joiner) = pieces.into_streams();
+            let count = streams.len();
+            if *format != Compression::None {
+                decoded.append(&mut streams);
+            }
+            parts.push((p.name.clone(), *len, streams, count, joiner));
         }
-        Ok(streams
+        let mut ahead = crate::read_ahead::read_ahead(decoded, decoders)?.into_iter();
+        Ok(parts
             .into_iter()
-            .map(|(name, r, len, _)| (name, r, len))
+            .map(|(name, len, mut streams, count, joiner)| {
+                if streams.is_empty() {
+                    streams = ahead.by_ref().take(count).collect();
+                }
+                (name, joiner.join(streams), len)
+            })
             .collect())
     }
 
     /// The most bytes [`take_streams`](Input::take_streams) reads ahead
     /// of the run, given as many `decoders`.
     pub(crate) fn read_ahead_bytes(&self, decoders: usize) -> u64 {
-        let decoded = |p: &&Part| matches!(p.data, Data::Streamed { format, .. } if format != Compression::None);
-        crate::read_ahead::bound(self.parts.iter().filter(decoded).count(), decoders)
+        let pieces = |p: &Part| match &p.data {
+            Data::Streamed { reader, format, .. } if *format != Compression::None => {
+                let pieces = reader.lock().unwrap_or_else(|e| e.into_inner());
+                pieces.as_ref().map_or(0, Pieces::len)
+            }
+            _ => 0,
+        };
+        crate::read_ahead::bound(self.parts.iter().map(pieces).sum(), decoders)
     }
 
     /// Input from one file, memory-mapped, or streamed through its
@@ -346,6 +361,31 @@ impl<'a> Input<'a> {
     /// files, and `Split::part` says which file a split comes from.
     pub fn files<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) -> Result<Input<'static>> {
         Input::open(paths, Ingest::Mmap)
+    }
+
+    /// Input from files a job reads whole, as
+    /// [`part_bytes`](Input::part_bytes): images, matrices, records sorted
+    /// in place. Plain files are memory-mapped; a compressed file (told as
+    /// [`open`](Input::open) tells it) is decoded into memory, so that
+    /// `photo.bmp.gz` reads as `photo.bmp` does.
+    ///
+    /// # Errors
+    ///
+    /// A file that cannot be opened or decoded ([`Error::Io`] naming it),
+    /// or whose decoded bytes would take more than half the memory the
+    /// kernel reports available ([`Error::InvalidInput`]).
+    pub fn in_memory<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) -> Result<Input<'static>> {
+        let parts = paths
+            .into_iter()
+            .map(|p| {
+                let file = Opened::open(p.as_ref())?;
+                match file.format {
+                    Compression::None => file.into_part(false),
+                    _ => file.decode_whole(),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Input { parts })
     }
 
     /// Total bytes over all parts (for a streamed part of unknown size,
@@ -392,7 +432,7 @@ impl Part<'static> {
         Part {
             name,
             data: Data::Streamed {
-                reader: Mutex::new(Some(reader)),
+                reader: Mutex::new(Some(Pieces::one(reader))),
                 len,
                 format: Compression::None,
             },
@@ -405,15 +445,20 @@ impl Part<'static> {
         format: Compression,
         source: impl Read + Send + 'static,
     ) -> Result<Self> {
-        let reader = format.decoder(source).map_err(|e| Error::io(&name, e))?;
-        Ok(Part {
+        let reader = format.decoder(source, 0).map_err(|e| Error::io(&name, e))?;
+        Ok(Part::pieces(name, format, Pieces::one(reader)))
+    }
+
+    /// A part read from the decoders of its pieces.
+    fn pieces(name: PathBuf, format: Compression, pieces: Pieces) -> Self {
+        Part {
             name,
             data: Data::Streamed {
-                reader: Mutex::new(Some(reader)),
+                reader: Mutex::new(Some(pieces)),
                 len: None,
                 format,
             },
-        })
+        }
     }
 }
 
@@ -456,12 +501,8 @@ impl Opened {
             format,
         } = self;
         if format != Compression::None {
-            let source = Unchanged {
-                file,
-                read: 0,
-                was: FileState::of(&meta),
-            };
-            return Part::decoded(path, format, source);
+            let pieces = Pieces::of_file(format, file, &meta).map_err(|e| Error::read(&path, e))?;
+            return Ok(Part::pieces(path, format, pieces));
         }
         if stream {
             return Ok(Part::streamed(path, Box::new(file), Some(meta.len())));
@@ -482,6 +523,32 @@ impl Opened {
         };
         Ok(Part { name: path, data })
     }
+
+    /// The compressed file decoded into memory, as one part; no more than
+    /// half the memory available.
+    fn decode_whole(self) -> Result<Part<'static>> {
+        let limit = crate::memory::available().map_or(u64::MAX, |avail| avail / 2);
+        let (streams, joiner) = Pieces::of_file(self.format, self.file, &self.meta)
+            .map_err(|e| Error::read(&self.path, e))?
+            .into_streams();
+        let mut data = Vec::new();
+        joiner
+            .join(streams)
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut data)
+            .map_err(|e| Error::read(&self.path, e))?;
+        if data.len() as u64 > limit {
+            return Err(Error::InvalidInput(format!(
+                "'{}' decodes to more than {limit} bytes, half the memory available; \
+                 decompress it to a file first",
+                self.path.display()
+            )));
+        }
+        Ok(Part {
+            name: self.path,
+            data: Data::Owned(data),
+        })
+    }
 }
 
 /// Reads the first bytes of `file` into `head` (with positioned reads,
@@ -499,49 +566,6 @@ fn read_head(file: &File, head: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-/// A compressed file read to its decoder, which fails the read with a
-/// [`Changed`] if the file is not as it was when opened when its end is
-/// reached (its length, modification time or identity differ): cut short,
-/// grown or rewritten. It reads no further than the length it had, so
-/// bytes appended while it is read are never decoded.
-struct Unchanged {
-    file: File,
-    /// Bytes read so far.
-    read: u64,
-    /// The file when opened.
-    was: FileState,
-}
-
-impl Unchanged {
-    /// At the end of the file (or where it was): an error if it changed.
-    fn check(&self) -> io::Result<()> {
-        let now = FileState::of(&self.file.metadata()?);
-        match now == self.was && self.read == self.was.len {
-            true => Ok(()),
-            false => Err(io::Error::other(Changed {
-                was: self.was.len,
-                now: now.len,
-            })),
-        }
-    }
-}
-
-impl Read for Unchanged {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self.was.len - self.read;
-        let want = buf.len().min(left.try_into().unwrap_or(usize::MAX));
-        let n = match want {
-            0 => 0,
-            _ => self.file.read(&mut buf[..want])?,
-        };
-        self.read += n as u64;
-        if n == 0 && !buf.is_empty() {
-            self.check()?;
-        }
-        Ok(n)
-    }
 }
 
 impl std::fmt::Debug for Input<'_> {

@@ -57,7 +57,7 @@ struct MatrixFile {
 
 impl MatrixFile {
     fn open(path: &str) -> std::result::Result<Self, String> {
-        let input = Input::file(path).map_err(|e| e.to_string())?;
+        let input = Input::in_memory([path]).map_err(|e| e.to_string())?;
         let m = Matrix::parse(input.part_bytes(0), path).map_err(|e| e.to_string())?;
         let (rows, cols) = (m.rows, m.cols);
         Ok(MatrixFile { input, rows, cols })

@@ -81,7 +81,7 @@ fn in_threads(
     let mut mapped = Vec::new();
     if job.map_input() == MapInput::Whole {
         for file in files {
-            let input = Input::file(file)?;
+            let input = Input::in_memory([file])?;
             if !input.is_empty() {
                 job.map(runtime, &input, &opts, &mut mapped)?;
             }

@@ -5,7 +5,8 @@
 //! A truncated or corrupt file fails the run naming the file and the
 //! compressed byte reached, and the runtime runs its next job; a file that
 //! changed fails it with `Error::InputChanged`; a small file that decodes
-//! to far more than the memory limit streams within it.
+//! to far more than the memory limit streams within it. Large zstd and
+//! bzip2 files, decoded in pieces, do the same.
 
 use std::io::{Cursor, Read, Write};
 use std::path::{Path, PathBuf};
@@ -254,6 +255,63 @@ fn truncated_and_corrupt_files_name_the_file_and_the_offset() {
             // The runtime is fine after.
             let out = rt.run(&Placed, &Input::bytes(b"x y")).unwrap();
             assert_eq!(out.pairs.len(), 2);
+        }
+    }
+}
+
+/// About 6 MiB of words that compress about threefold: large enough
+/// that its zstd frames and its bzip2 blocks are cut into pieces, which
+/// decode on several threads at once.
+fn large_text() -> Vec<u8> {
+    (0..800_000u64)
+        .flat_map(|i| format!("w{}\n", i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 46).into_bytes())
+        .collect()
+}
+
+/// A zstd file of many frames and a bzip2 file of many blocks, decoded
+/// in pieces, give what the plain file gives on any thread count; cut
+/// short or corrupt in the middle they fail naming the file, and a file
+/// cut after it was opened is `Error::InputChanged`.
+#[test]
+fn large_files_decode_in_pieces() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = large_text();
+    let frames: Vec<usize> = (1..20).map(|i| i * text.len() / 20).collect();
+    let files = [
+        ("zst", Format::Zstd.members(&text, &frames)),
+        ("bz2", Format::Bzip2.member(&text)),
+    ];
+    for (name, good) in &files {
+        let path = dir.path().join(format!("large.{name}"));
+        std::fs::write(&path, good).unwrap();
+        for threads in [1, 2, 3] {
+            let rt = Runtime::builder().threads(threads).build().unwrap();
+            let want = mapped(&rt, dir.path(), std::slice::from_ref(&text));
+            let got = rt.run(&Placed, &Input::file(&path).unwrap()).unwrap();
+            assert!(got.pairs == want, "{name}, {threads} threads");
+        }
+        let rt = Runtime::builder().threads(2).build().unwrap();
+        let mut corrupt = good.clone();
+        corrupt[good.len() / 2] ^= 0x10;
+        let truncated = good[..good.len() / 2].to_vec();
+        for (how, bytes) in [("corrupt", corrupt), ("truncated", truncated)] {
+            std::fs::write(&path, &bytes).unwrap();
+            let err = rt.run(&Placed, &Input::file(&path).unwrap()).unwrap_err();
+            let msg = err.to_string();
+            assert!(
+                matches!(&err, Error::Io { path: p, .. } if *p == path),
+                "{name} {how}: {msg}"
+            );
+            assert!(msg.contains("near compressed byte"), "{name} {how}: {msg}");
+        }
+        std::fs::write(&path, good).unwrap();
+        let input = Input::file(&path).unwrap();
+        let now = Change::Cut.apply(&path, good.len() as u64);
+        match rt.run(&Placed, &input).unwrap_err() {
+            Error::InputChanged { was, now: n, .. } => {
+                assert_eq!((was, n), (good.len() as u64, now))
+            }
+            other => panic!("{name}: {other}"),
         }
     }
 }

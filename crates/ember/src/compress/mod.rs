@@ -8,6 +8,10 @@
 //! decoded bytes of a concatenation are the concatenation of the decoded
 //! bytes.
 //!
+//! One compressed file may be cut into pieces that decode apart, on
+//! several threads at once (see `pieces`): zstd at its frames, bzip2 at
+//! its blocks.
+//!
 //! LZ4 frames are not decoded: `lz4_flex`'s frame decoder ends its output
 //! at the end of each frame and takes a frame cut at a block boundary for
 //! a whole one, so a truncated file would pass unseen.
@@ -17,8 +21,14 @@
 //! caller adds the file's name. An error of the compressed source itself
 //! (a failed read, a file that changed) passes through as it is.
 
+mod bzip2_blocks;
+mod pieces;
+mod zstd_frames;
+
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
+
+pub(crate) use pieces::Pieces;
 
 /// A compression format, as told by the first bytes of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +84,8 @@ impl Compression {
     }
 
     /// A reader of `source`'s bytes decoded from this format (`source`
-    /// itself for [`Compression::None`]).
+    /// itself for [`Compression::None`]); `at` is the offset in its file
+    /// of `source`'s first byte, for errors to name.
     ///
     /// # Errors
     ///
@@ -82,13 +93,14 @@ impl Compression {
     pub(crate) fn decoder(
         self,
         source: impl Read + Send + 'static,
+        at: u64,
     ) -> io::Result<Box<dyn Read + Send>> {
         if self == Compression::None {
             return Ok(Box::new(source));
         }
         let counted = Counted {
             inner: BufReader::with_capacity(SOURCE_BUFFER, source),
-            consumed: 0,
+            consumed: at,
             failed: false,
         };
         let decoder = match self {
@@ -118,7 +130,7 @@ const SOURCE_BUFFER: usize = 128 << 10;
 /// and remembers whether the source itself failed.
 struct Counted<R> {
     inner: BufReader<R>,
-    /// Bytes handed to the decoder so far.
+    /// The offset in the file of the next byte handed to the decoder.
     consumed: u64,
     /// Whether a read of the source failed (its error is not the
     /// decoder's).
@@ -248,7 +260,7 @@ mod tests {
         assert_eq!(Compression::detect(&file), Compression::Zstd);
         let mut out = Vec::new();
         let mut d = Compression::Zstd
-            .decoder(std::io::Cursor::new(file))
+            .decoder(std::io::Cursor::new(file), 0)
             .unwrap();
         d.read_to_end(&mut out).unwrap();
         assert_eq!(out, b"after the skippable frame");
@@ -257,7 +269,7 @@ mod tests {
     #[test]
     fn plain_bytes_pass_through() {
         let mut out = Vec::new();
-        let mut d = Compression::None.decoder(&b"abc"[..]).unwrap();
+        let mut d = Compression::None.decoder(&b"abc"[..], 0).unwrap();
         d.read_to_end(&mut out).unwrap();
         assert_eq!(out, b"abc");
     }
@@ -275,14 +287,14 @@ mod tests {
         let file = [member(b"one tw"), member(b""), member(b"o three\n")].concat();
         let mut out = Vec::new();
         let mut d = Compression::Gzip
-            .decoder(std::io::Cursor::new(file.clone()))
+            .decoder(std::io::Cursor::new(file.clone()), 0)
             .unwrap();
         d.read_to_end(&mut out).unwrap();
         assert_eq!(out, b"one two three\n");
         // Garbage after the last member.
         let bad = [file, b"\x1f\x8b\x08garbage".to_vec()].concat();
         let mut d = Compression::Gzip
-            .decoder(std::io::Cursor::new(bad))
+            .decoder(std::io::Cursor::new(bad), 0)
             .unwrap();
         let e = d.read_to_end(&mut Vec::new()).unwrap_err().to_string();
         assert!(
