@@ -166,13 +166,14 @@ pub(crate) enum Src<'a> {
 impl<'a> Src<'a> {
     /// The input, files read as `ingest` says (folders and glob patterns
     /// named as [`ember::expand_paths`] says), a file object in chunks (as
-    /// the CLI reads standard input).
+    /// the CLI reads standard input: decoded if its first bytes say it is
+    /// compressed).
     pub(crate) fn open(self, ingest: Ingest) -> ember::Result<Input<'a>> {
         match self {
             Src::Data(d) => Ok(Input::bytes(d)),
             Src::Paths([]) => Err(Error::InvalidInput("no input files given".into())),
             Src::Paths(p) => Input::open(ember::expand_paths(p)?, ingest),
-            Src::File(f) => Ok(Input::reader(f.name.clone(), f.reader())),
+            Src::File(f) => Input::reader_decompressed(f.name.clone(), f.reader()),
         }
     }
 

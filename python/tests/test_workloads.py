@@ -169,3 +169,5 @@ def test_compressed_files_read_as_the_plain_ones(data, tmp_path):
     assert lines == ember.inverted_index(data["text"], lines=True)
     np.testing.assert_array_equal(ember.histogram(bmp), ember.histogram(data["bmp"]))
     assert ember.sort(records) == ember.sort(data["records"])
+    with open(text, "rb") as f:
+        assert ember.wordcount(f) == ember.wordcount(data["text"])

@@ -8,8 +8,10 @@
 //! (`pzstd`) and of one frame (`zstd`); as bzip2. Each form is a table of
 //! its own, every row a child process (the `ember` beside this binary and
 //! the system's `gzip`, `zstd` and `bzip2`), so a row's CPU seconds and
-//! peak memory are its processes' own. Before a form is timed, ember's
-//! full output on it is checked against its output on the plain corpus.
+//! peak memory are its processes' own. The one gzip file is also timed
+//! with `rapidgzip -P THREADS` alone, if it is installed. Before a form
+//! is timed, ember's full output on it is checked against its output on
+//! the plain corpus.
 //!
 //! The compressed copies are made once, beside the corpus in the cache
 //! folder (`compressed-…`), and reused by later runs.
@@ -54,6 +56,9 @@ struct Form {
     files: Vec<PathBuf>,
     /// The decompressor, writing a file's text to standard output.
     decompress: &'static [&'static str],
+    /// A parallel decompressor to time alone too (its thread count
+    /// follows), if it is installed.
+    parallel: Option<&'static [&'static str]>,
 }
 
 /// Runs `ember-bench compressed`.
@@ -96,7 +101,7 @@ fn contenders<'a>(form: &'a Form, text: &'a Path, threads: usize) -> Vec<Contend
         1 => format!("{program} alone > /dev/null"),
         n => format!("{program} alone > /dev/null, {n} processes side by side"),
     };
-    vec![
+    let mut rows = vec![
         Contender::new(format!("{program} | ember wordcount -"), move || {
             timed(shell(&pipe, &form.files)?)
         }),
@@ -107,7 +112,29 @@ fn contenders<'a>(form: &'a Form, text: &'a Path, threads: usize) -> Vec<Contend
         Contender::new("ember wordcount, the plain file", move || {
             timed(ember_command(&[text.to_path_buf()], threads)?)
         }),
-    ]
+    ];
+    match form.parallel {
+        Some(parallel) if installed(parallel[0]) => {
+            let script = format!("{} {t} \"$@\" > /dev/null", parallel.join(" "));
+            let name = format!("{} {t} alone > /dev/null", parallel.join(" "));
+            rows.push(Contender::new(name, move || {
+                timed(shell(&script, &form.files)?)
+            }));
+        }
+        Some(parallel) => eprintln!("`{}` is not installed: its row is left out", parallel[0]),
+        None => {}
+    }
+    rows
+}
+
+/// Whether `program` runs (is on the `PATH`).
+fn installed(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The compressed forms of `text`, made in the cache folder if missing.
@@ -137,26 +164,33 @@ fn forms(text: &Path, pieces: usize) -> Result<Vec<Form>> {
             title: format!("{pieces} .gz pieces"),
             files: piece_files,
             decompress: &["gzip", "-dc"],
+            parallel: None,
         },
         Form {
             title: "one .gz".into(),
             files: vec![whole(".gz", &["gzip", "-c"])?],
             decompress: &["gzip", "-dc"],
+            // rapidgzip (`pip install rapidgzip`) decodes one gzip file
+            // on several threads.
+            parallel: Some(&["rapidgzip", "-d", "-c", "-P"]),
         },
         Form {
             title: "one .zst of independent frames (pzstd)".into(),
             files: vec![whole(".frames.zst", &["pzstd", "-c", "-q"])?],
             decompress: &["zstd", "-dc"],
+            parallel: None,
         },
         Form {
             title: "one .zst of one frame (zstd)".into(),
             files: vec![whole(".zst", &["zstd", "-c", "-q"])?],
             decompress: &["zstd", "-dc"],
+            parallel: None,
         },
         Form {
             title: "one .bz2".into(),
             files: vec![whole(".bz2", &["bzip2", "-c"])?],
             decompress: &["bzip2", "-dc"],
+            parallel: None,
         },
     ])
 }

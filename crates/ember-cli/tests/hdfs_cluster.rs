@@ -192,6 +192,21 @@ fn string_match_and_linear_regression_read_urls() {
     assert_eq!(lr(&url), lr(local.to_str().unwrap()));
 }
 
+#[test]
+fn a_gzip_file_reads_as_its_text() {
+    let Some(c) = cluster("gzip") else { return };
+    let text = gen("text", "3MiB", 8);
+    let (_, plain) = c.put("text.txt", &text, 1 << 20);
+    let zipped = std::process::Command::new("gzip")
+        .args(["-c", plain.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(zipped.status.success());
+    let (url, _) = c.put("text.txt.gz", &zipped.stdout, 1 << 20);
+    let want = run(&["wordcount", plain.to_str().unwrap(), "-o", "-"]);
+    assert_eq!(run(&["wordcount", &url, "-o", "-", "-t", "2"]), want);
+}
+
 /// Runs `ember wordcount URL` (as `user`, if given); expects exit 1 and
 /// one line.
 fn error_as(user: Option<&str>, url: &str) -> String {

@@ -178,21 +178,45 @@ impl<'a> Input<'a> {
     /// [`Error::Io`] naming the input if reading its first bytes fails.
     pub fn reader_decompressed(
         name: impl Into<PathBuf>,
-        mut reader: impl Read + Send + 'static,
+        reader: impl Read + Send + 'static,
     ) -> Result<Input<'static>> {
-        let name = name.into();
-        let mut head = Vec::with_capacity(Compression::MAGIC_LEN);
-        (&mut reader)
-            .take(Compression::MAGIC_LEN as u64)
-            .read_to_end(&mut head)
-            .map_err(|e| Error::io(&name, e))?;
-        let format = Compression::detect(&head);
-        let whole = io::Cursor::new(head).chain(reader);
-        let part = match format {
-            Compression::None => Part::streamed(name, Box::new(whole), None),
-            _ => Part::decoded(name, format, whole)?,
-        };
-        Ok(Input { parts: vec![part] })
+        Input::readers_decompressed([(name, reader, None)])
+    }
+
+    /// Input from several readers, as [`readers`](Input::readers) reads
+    /// them, each decoded if its first bytes say it is compressed, as
+    /// [`reader_decompressed`](Input::reader_decompressed) decodes one (the
+    /// files of a remote file system, say). The length given with a
+    /// compressed reader is not checked: its decoded length is not known.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] naming an input if reading its first bytes fails.
+    pub fn readers_decompressed<N, R>(
+        readers: impl IntoIterator<Item = (N, R, Option<u64>)>,
+    ) -> Result<Input<'static>>
+    where
+        N: Into<PathBuf>,
+        R: Read + Send + 'static,
+    {
+        let parts = readers
+            .into_iter()
+            .map(|(name, mut reader, len)| {
+                let name = name.into();
+                let mut head = Vec::with_capacity(Compression::MAGIC_LEN);
+                (&mut reader)
+                    .take(Compression::MAGIC_LEN as u64)
+                    .read_to_end(&mut head)
+                    .map_err(|e| Error::io(&name, e))?;
+                let format = Compression::detect(&head);
+                let whole = io::Cursor::new(head).chain(reader);
+                match format {
+                    Compression::None => Ok(Part::streamed(name, Box::new(whole), len)),
+                    _ => Part::decoded(name, format, whole),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Input { parts })
     }
 
     /// Input from files, read as `how` says. Every file is opened (and

@@ -4,7 +4,8 @@
 //!
 //! An input that names an HDFS URL is streamed: every file (a URL's own,
 //! or each file under a URL's folder, and local files given beside them)
-//! becomes one part of an [`ember::Input::readers`] input, read in chunks
+//! becomes one part of an [`ember::Input::readers_decompressed`] input
+//! (decoded if its first bytes say it is compressed), read in chunks
 //! while earlier chunks are mapped. Within a file, the reader fetches the
 //! next range of 8 MiB while the current one is consumed (`reader`).
 //! Everything that asks the namenode (finding, listing and opening the

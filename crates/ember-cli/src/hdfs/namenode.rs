@@ -55,7 +55,7 @@ pub(super) fn open(args: &[PathBuf]) -> Result<ember::Input<'static>> {
             parts.push((name, Box::new(reader), Some(len)));
         }
     }
-    Ok(ember::Input::readers(parts))
+    Ok(ember::Input::readers_decompressed(parts)?)
 }
 
 /// A local file beside HDFS URLs: streamed like them.

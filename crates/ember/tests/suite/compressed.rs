@@ -407,6 +407,26 @@ fn a_reader_is_decoded_if_compressed() {
     assert_eq!(out.pairs.iter().map(|p| p.1).sum::<u64>(), gz.len() as u64);
 }
 
+/// Several readers, each decoded if compressed (the files of a remote
+/// file system): every format and plain, in order, as the plain bytes.
+#[test]
+fn readers_are_decoded_each_by_its_own_bytes() {
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let texts: Vec<Vec<u8>> = (0..5)
+        .map(|i| format!("r{i} one\ntwo{i}\n").repeat(50).into_bytes())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let want = mapped(&rt, dir.path(), &texts);
+    let formats = FORMATS.iter().chain(&[Format::Plain]);
+    let readers = texts.iter().zip(formats).enumerate().map(|(i, (t, f))| {
+        let bytes = f.members(t, &[t.len() / 2]);
+        let len = bytes.len() as u64;
+        (format!("part{i}"), Cursor::new(bytes), Some(len))
+    });
+    let input = Input::readers_decompressed(readers).unwrap();
+    assert_eq!(rt.run(&Placed, &input).unwrap().pairs, want);
+}
+
 /// 200 MiB of zeros gzipped to a couple of hundred KiB decode within a
 /// 64 MiB memory limit: the decoder reads only a few blocks ahead, and
 /// the chunks stay within their quarter of the limit.
