@@ -26,6 +26,12 @@ pub(crate) struct RunArgs {
     /// Intermediate container: auto, hash, hash_tree, array, append, intern, unique.
     #[arg(long, default_value = "auto")]
     pub(crate) container: ember::ContainerKind,
+    /// How the hash container aggregates: auto (from the sample),
+    /// per-worker (a table per worker), or partitioned (a cache-sized
+    /// table per worker folding into shared hash partitions: each key
+    /// held once).
+    #[arg(long, default_value = "auto")]
+    pub(crate) aggregation: ember::tune::Aggregation,
     /// How to read input files: auto (mmap if they fit comfortably in
     /// memory, else chunked), mmap, or chunked (plain reads, bounded memory).
     #[arg(long, default_value = "auto", value_parser = parse_ingest)]
@@ -158,6 +164,7 @@ impl RunArgs {
         ember::RunOptions::default()
             .split_size(self.split_size.map(|s| s as usize))
             .container(self.container)
+            .aggregation(self.aggregation)
             .chunk_size(self.chunk_size.map(|s| s as usize))
             .chunk_buffers(self.chunk_buffers)
             .mode(self.mode)

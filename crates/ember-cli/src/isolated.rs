@@ -197,6 +197,10 @@ fn unsupported(run: &RunArgs) -> Option<&'static str> {
             run.container != ember::ContainerKind::default(),
             "--container",
         ),
+        (
+            run.aggregation != ember::tune::Aggregation::default(),
+            "--aggregation",
+        ),
         (run.ingest != ember::tune::Ingest::default(), "--ingest"),
         (run.chunk_size.is_some(), "--chunk-size"),
         (

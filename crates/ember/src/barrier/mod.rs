@@ -94,7 +94,11 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
             new_worker,
             |w, _, split| {
                 let before = w.container.pairs;
-                map_busy.time(|| job.map(split, ForJob::<J, _>::of(&mut w.container)))?;
+                map_busy.time(|| {
+                    let mapped = job.map(split, ForJob::<J, _>::of(&mut w.container));
+                    w.container.inner.split_done();
+                    mapped
+                })?;
                 w.check(&spiller, w.index)?;
                 Ok(w.container.pairs - before)
             },
@@ -110,6 +114,10 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
             .map(|w| w.container.memory_bytes() as u64)
             .sum();
         stats.memory = memory_stats(&spiller, workers.iter().map(Worker::written));
+        stats.partitioned = None;
+        for w in &workers {
+            w.container.tally(&mut stats.partitioned);
+        }
         let reduce_start = Instant::now();
         let phase = watch.phase(Phase::Reduce);
         let reduce_busy = Busy::new(pool);
