@@ -42,6 +42,11 @@ const INTERN_AT_MOST: (usize, usize) = (2, 3);
 /// load): past a core's L2 cache, where per-worker tables miss on most
 /// rare keys, and hold the vocabulary once per worker.
 const PARTITIONED_ABOVE_TABLE_BYTES: u64 = 4 << 20;
+/// `Auto` partitions only from this many workers: below it the replicated
+/// tables cost little memory, and on 2 threads partitioned word count on
+/// the Zipf corpus measured about 1.3x the per-worker time (its evictions
+/// cost more than the reduce's join saves; `docs/performance.md`).
+const PARTITIONED_FROM_WORKERS: usize = 4;
 /// Bytes of slots a partition table of the partitioned layout aims at: a
 /// partition folded by one worker then stays within its L2 cache.
 const PARTITION_TABLE_BYTES: u64 = 1 << 20;
@@ -201,8 +206,13 @@ pub enum AggregationReason {
     MapOnly,
     /// The caller chose.
     Chosen,
-    /// One worker: its table is the only one, nothing is replicated.
-    OneWorker,
+    /// Too few workers for the replicated tables to matter.
+    FewWorkers {
+        /// The run's workers.
+        workers: usize,
+        /// `Auto` partitions from this many.
+        from: usize,
+    },
     /// No sample: per-worker tables are the default.
     NotSampled,
     /// The sample predicts keys per worker whose table fits the limit.
@@ -481,7 +491,10 @@ impl Request {
             return (per_worker, Why::Container { container });
         }
         let (keys, limit) = match (self.aggregation, prediction) {
-            (Aggregation::Auto, _) if self.threads == 1 => return (per_worker, Why::OneWorker),
+            (Aggregation::Auto, _) if self.threads < PARTITIONED_FROM_WORKERS => {
+                let (workers, from) = (self.threads, PARTITIONED_FROM_WORKERS);
+                return (per_worker, Why::FewWorkers { workers, from });
+            }
             (Aggregation::Auto, None) => return (per_worker, Why::NotSampled),
             (Aggregation::Auto, Some(p)) => (p.keys_per_worker, PARTITIONED_ABOVE_TABLE_BYTES),
             (chosen, _) => return (chosen, Why::Chosen),
@@ -730,9 +743,11 @@ impl fmt::Display for AggregationReason {
             }
             AggregationReason::MapOnly => f.write_str("map-only job: nothing to aggregate"),
             AggregationReason::Chosen => f.write_str("chosen by the caller"),
-            AggregationReason::OneWorker => {
-                f.write_str("one worker: its table is the only copy of each key")
-            }
+            AggregationReason::FewWorkers { workers, from } => write!(
+                f,
+                "{workers} worker(s): per-worker tables below {from} workers, where their \
+                 copies cost little memory and partitioning costs time"
+            ),
             AggregationReason::NotSampled => {
                 f.write_str("no sample; per-worker tables are the default")
             }
@@ -840,14 +855,14 @@ mod tests {
             hash_request(a, threads).decide(Some(&keys(k)), IngestKind::Mmap, false)
         };
         // 32-byte slots at half load: 64K keys is a 4 MiB table.
-        let few = plan(Aggregation::Auto, 2, 65_536);
+        let few = plan(Aggregation::Auto, 4, 65_536);
         assert_eq!(few.aggregation, Aggregation::PerWorker);
         assert!(matches!(
             few.aggregation_reason,
             AggregationReason::FewKeys { .. }
         ));
-        assert_eq!(few.partitions, 8);
-        let many = plan(Aggregation::Auto, 2, 943_455);
+        assert_eq!(few.partitions, 16);
+        let many = plan(Aggregation::Auto, 4, 943_455);
         assert_eq!(many.aggregation, Aggregation::Partitioned);
         assert!(matches!(
             many.aggregation_reason,
@@ -855,10 +870,15 @@ mod tests {
         ));
         // 58 MiB of slots in 1 MiB partitions.
         assert_eq!(many.partitions, 64);
-        assert_eq!(
-            plan(Aggregation::Auto, 1, 943_455).aggregation,
-            Aggregation::PerWorker
-        );
+        let two = plan(Aggregation::Auto, 2, 943_455);
+        assert_eq!(two.aggregation, Aggregation::PerWorker);
+        assert!(matches!(
+            two.aggregation_reason,
+            AggregationReason::FewWorkers {
+                workers: 2,
+                from: 4
+            }
+        ));
         assert_eq!(plan(Aggregation::Auto, 64, 10).partitions, 256);
         let forced = plan(Aggregation::Partitioned, 2, 10);
         assert_eq!(

@@ -289,22 +289,7 @@ impl Stats {
                 p.idle_secs
             )?;
         }
-        if let Some(p) = &self.partitioned {
-            writeln!(
-                f,
-                "partition {} partitions, tables of {} keys per worker: {} evicted in {} \
-                 flushes, {} buffers of up to {} folded while mapping in {:.3} s \
-                 (all workers), {} found their partition busy",
-                p.partitions,
-                p.table_keys,
-                p.evicted,
-                p.flushes,
-                p.folds,
-                p.buffer_entries,
-                p.fold_secs,
-                p.contended
-            )?;
-        }
+        self.fmt_partitioned(f)?;
         let m = &self.memory;
         if m.limit_bytes > 0 {
             let mib = |b: u64| b as f64 / (1 << 20) as f64;
@@ -337,6 +322,27 @@ impl Stats {
             f,
             "tasks     map {:?}, reduce {:?} (per worker)",
             self.map_tasks, self.reduce_tasks
+        )
+    }
+
+    /// The partitioned aggregation's line, for a run that used it.
+    fn fmt_partitioned(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(p) = &self.partitioned else {
+            return Ok(());
+        };
+        writeln!(
+            f,
+            "partition {} partitions, tables of {} keys per worker: {} evicted in {} \
+             flushes, {} buffers of up to {} folded while mapping in {:.3} s \
+             (all workers), {} found their partition busy",
+            p.partitions,
+            p.table_keys,
+            p.evicted,
+            p.flushes,
+            p.folds,
+            p.buffer_entries,
+            p.fold_secs,
+            p.contended
         )
     }
 }

@@ -18,7 +18,7 @@
 //!    [`Shape::buffer_entries`] is folded by its worker into the
 //!    partition's one table, shared by all workers behind a lock (taken
 //!    with `try_lock`: a worker that finds it held keeps buffering, and
-//!    waits only once its buffer is four times full). Every key is in one
+//!    waits only once its buffer is twice full). Every key is in one
 //!    partition table, once; a worker holds its small table and its
 //!    bounded buffers. With enough partitions (a few per worker, more for
 //!    a large vocabulary: see `plan`), a partition's table is small, so a
@@ -62,13 +62,13 @@ use crate::stats::PartitionedStats;
 const TABLE_BYTES: usize = 1 << 20;
 /// Bytes a worker's buffers take at most, all partitions together, by
 /// default (each buffer is folded at its share of this).
-const BUFFER_BYTES: usize = 4 << 20;
+const BUFFER_BYTES: usize = 2 << 20;
 /// A buffer takes at least this many entries before it is folded: a fold
 /// takes a lock and loads part of a table, which a few entries do not pay.
 const MIN_BUFFER_ENTRIES: usize = 64;
 /// A worker that finds a partition locked keeps buffering for it until the
 /// buffer is this many times full, then waits for the lock.
-const WAIT_AT: usize = 4;
+const WAIT_AT: usize = 2;
 
 /// Settings of the partitioned layout (for measuring and testing it; the
 /// defaults serve): `PartitionedOptions::default()` and its setters.
@@ -84,7 +84,7 @@ pub struct PartitionedOptions {
     /// full).
     pub table_keys: Option<usize>,
     /// Entries a worker buffers for one partition before folding them into
-    /// the partition's table (default: 4 MiB of buffers per worker in all,
+    /// the partition's table (default: 2 MiB of buffers per worker in all,
     /// at least 64 entries a partition).
     pub buffer_entries: Option<usize>,
 }
@@ -237,10 +237,16 @@ struct Counts {
     fold_nanos: u64,
 }
 
-/// One worker's partitioned container: its small table, its buffers, and
-/// the run's partition tables.
+/// One worker's partitioned container: its small table, and where its
+/// evicted entries go.
 pub(crate) struct Partitioned<'p, K, V, C: Combiner<V>> {
     table: Table<K, C::State>,
+    out: Out<'p, K, V, C>,
+}
+
+/// Where a worker's evicted entries go: its buffers, and the run's
+/// partition tables they are folded into.
+struct Out<'p, K, V, C: Combiner<V>> {
     buffers: Vec<Buffer<K, C::State>>,
     partitions: &'p Partitions<K, C::State>,
     shape: Shape,
@@ -254,18 +260,20 @@ impl<'p, K: Key, V, C: Combiner<V>> Partitioned<'p, K, V, C> {
     pub(crate) fn new(partitions: &'p Partitions<K, C::State>, shape: Shape, combiner: C) -> Self {
         Partitioned {
             table: Table::with_capacity(shape.table_keys),
-            buffers: (0..partitions.len()).map(|_| Buffer::new()).collect(),
-            partitions,
-            shape,
-            combiner,
-            counts: Counts::default(),
-            values: PhantomData,
+            out: Out {
+                buffers: (0..partitions.len()).map(|_| Buffer::new()).collect(),
+                partitions,
+                shape,
+                combiner,
+                counts: Counts::default(),
+                values: PhantomData,
+            },
         }
     }
 
     /// A worker's container that starts with what the sample's hash
     /// container `kept` holds (its pairs still counted), its entries
-    /// buffered by partition and the full buffers folded.
+    /// buffered by partition, each buffer folded as it fills.
     pub(crate) fn seeded(
         partitions: &'p Partitions<K, C::State>,
         shape: Shape,
@@ -275,10 +283,9 @@ impl<'p, K: Key, V, C: Combiner<V>> Partitioned<'p, K, V, C> {
         let mut c = Partitioned::new(partitions, shape, combiner);
         for table in kept.inner.into_parts() {
             for (k, s) in table {
-                c.buffer(k, s);
+                c.out.push(k.hash_owned(), k, s);
             }
         }
-        c.fold_full();
         Counting {
             inner: c,
             pairs: kept.pairs,
@@ -289,56 +296,48 @@ impl<'p, K: Key, V, C: Combiner<V>> Partitioned<'p, K, V, C> {
     /// table when it is full.
     #[inline(always)]
     fn upsert(&mut self, probe: &K::Probe<'_>, hash: u64, value: V) {
-        let c = &self.combiner;
+        let c = &self.out.combiner;
         let new = self
             .table
             .upsert(probe, hash, value, |v| c.init(v), |s, v| c.add(s, v));
-        if new && self.table.len() >= self.shape.table_keys {
+        if new && self.table.len() >= self.out.shape.table_keys {
             self.evict();
         }
     }
 
-    /// Moves every entry of the small table to the buffers, then folds the
-    /// full buffers.
+    /// Moves every entry of the small table to the buffers, each buffer
+    /// folded into its partition's table as it fills.
     #[inline(never)]
     fn evict(&mut self) {
-        self.empty_table();
-        self.fold_full();
-    }
-
-    /// Moves every entry of the small table to the buffers.
-    fn empty_table(&mut self) {
         if self.table.len() == 0 {
             return;
         }
-        self.counts.flushes += 1;
-        self.counts.evicted += self.table.len() as u64;
-        let (buffers, n) = (&mut self.buffers, self.partitions.len());
-        self.table.take_each(|k, s| {
-            let h = k.hash_owned();
-            let b = &mut buffers[partition_of(h, n)];
-            b.hashes.push(h);
-            b.items.push((k, s));
-        });
+        let out = &mut self.out;
+        out.counts.flushes += 1;
+        out.counts.evicted += self.table.len() as u64;
+        self.table.take_each(|k, s| out.push(k.hash_owned(), k, s));
     }
 
-    /// Adds an owned entry to its partition's buffer.
-    fn buffer(&mut self, key: K, state: C::State) {
-        let h = key.hash_owned();
-        let b = &mut self.buffers[partition_of(h, self.partitions.len())];
-        b.hashes.push(h);
+    /// Entries in the small table and the buffers.
+    fn own_entries(&self) -> usize {
+        let buffered: usize = self.out.buffers.iter().map(|b| b.items.len()).sum();
+        self.table.len() + buffered
+    }
+}
+
+impl<K: Key, V, C: Combiner<V>> Out<'_, K, V, C> {
+    /// Adds an entry (its key hashed `hash`) to its partition's buffer.
+    /// A buffer that fills is folded into its partition's table, unless
+    /// another worker holds that table, when the buffer takes up to
+    /// [`WAIT_AT`] times its size before its worker waits for the lock.
+    #[inline]
+    fn push(&mut self, hash: u64, key: K, state: C::State) {
+        let p = partition_of(hash, self.partitions.len());
+        let b = &mut self.buffers[p];
+        b.hashes.push(hash);
         b.items.push((key, state));
-    }
-
-    /// Folds every buffer that is full into its partition's table, unless
-    /// another worker holds that table and the buffer has room to wait.
-    fn fold_full(&mut self) {
-        let full = self.shape.buffer_entries;
-        for p in 0..self.buffers.len() {
-            let len = self.buffers[p].items.len();
-            if len < full {
-                continue;
-            }
+        let (len, full) = (b.items.len(), self.shape.buffer_entries);
+        if len.is_multiple_of(full) {
             match self.partitions.lock(p, len >= full * WAIT_AT) {
                 Some(mut table) => self.fold(p, &mut table),
                 None => self.counts.contended += 1,
@@ -360,11 +359,6 @@ impl<'p, K: Key, V, C: Combiner<V>> Partitioned<'p, K, V, C> {
             .changed(before, (table.len(), table.bytes()));
         self.counts.folds += 1;
         self.counts.fold_nanos += start.elapsed().as_nanos() as u64;
-    }
-
-    /// Entries in the small table and the buffers.
-    fn own_entries(&self) -> usize {
-        self.table.len() + self.buffers.iter().map(|b| b.items.len()).sum::<usize>()
     }
 }
 
@@ -426,14 +420,16 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for Partitioned<'_, K, V, C> 
     /// The worker's own entries, and its share of the partition tables'
     /// keys.
     fn distinct(&self) -> usize {
-        self.own_entries() + self.partitions.share(&self.partitions.keys)
+        let partitions = self.out.partitions;
+        self.own_entries() + partitions.share(&partitions.keys)
     }
 
     /// The worker's table and buffers, and its share of the partition
     /// tables' bytes.
     fn memory_bytes(&self) -> usize {
-        let own = self.table.bytes() + self.buffers.iter().map(Buffer::bytes).sum::<usize>();
-        own + self.partitions.share(&self.partitions.bytes)
+        let partitions = self.out.partitions;
+        let buffers: usize = self.out.buffers.iter().map(Buffer::bytes).sum();
+        self.table.bytes() + buffers + partitions.share(&partitions.bytes)
     }
 
     fn split_done(&mut self) {
@@ -441,10 +437,9 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for Partitioned<'_, K, V, C> 
     }
 
     fn into_parts(mut self) -> Vec<Self::Part> {
-        self.empty_table();
-        let partitions = self.partitions;
-        let buffers = std::mem::take(&mut self.buffers);
-        (buffers.into_iter().enumerate())
+        self.evict();
+        let partitions = self.out.partitions;
+        (self.out.buffers.into_iter().enumerate())
             .map(|(p, buffer)| Piece {
                 table: partitions.take(p),
                 buffer,
@@ -454,9 +449,9 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for Partitioned<'_, K, V, C> 
 
     /// The worker's entries and every partition table's, by partition.
     fn drain(&mut self, _combiner: &C) -> Vec<Vec<(K, C::State)>> {
-        self.empty_table();
-        let partitions = self.partitions;
-        (self.buffers.iter_mut().enumerate())
+        self.evict();
+        let partitions = self.out.partitions;
+        (self.out.buffers.iter_mut().enumerate())
             .map(|(p, b)| {
                 b.hashes.clear();
                 let mut items = std::mem::take(&mut b.items);
@@ -469,13 +464,14 @@ impl<K: Key, V, C: Combiner<V>> Container<K, V, C> for Partitioned<'_, K, V, C> 
     }
 
     fn tally(&self, into: &mut Option<PartitionedStats>) {
+        let out = &self.out;
         let s = into.get_or_insert_with(|| PartitionedStats {
-            partitions: self.partitions.len(),
-            table_keys: self.shape.table_keys,
-            buffer_entries: self.shape.buffer_entries,
+            partitions: out.partitions.len(),
+            table_keys: out.shape.table_keys,
+            buffer_entries: out.shape.buffer_entries,
             ..PartitionedStats::default()
         });
-        let c = &self.counts;
+        let c = &out.counts;
         s.flushes += c.flushes;
         s.evicted += c.evicted;
         s.folds += c.folds;

@@ -359,7 +359,7 @@ fn a_pipelined_run_keeps_its_own_partitions() {
 
 #[test]
 fn auto_keeps_per_worker_tables_for_a_small_vocabulary_only() {
-    let rt = Runtime::builder().threads(2).build().unwrap();
+    let rt = Runtime::builder().threads(4).build().unwrap();
     let opts = RunOptions::default()
         .container(ContainerKind::Hash)
         .split_size(64 << 10);
@@ -379,10 +379,24 @@ fn auto_keeps_per_worker_tables_for_a_small_vocabulary_only() {
         AggregationReason::FewKeys { .. }
     ));
     // 200,000 words three times each: each worker's table would hold
-    // most of them, over 4 MiB.
+    // many of them, over 4 MiB.
     let large: Vec<u32> = (0..600_000u32).map(|i| (i * 7) % 200_000).collect();
     let large = run(&large);
     assert_eq!(large.plan.aggregation, Aggregation::Partitioned, "{large}");
     assert!(large.partitioned.is_some());
-    assert!(large.plan.partitions >= 8 && large.plan.partitions.is_power_of_two());
+    assert!(large.plan.partitions >= 16 && large.plan.partitions.is_power_of_two());
+    // Two workers keep their tables whatever the vocabulary.
+    let two = Runtime::builder().threads(2).build().unwrap();
+    let keys: Vec<u32> = (0..600_000u32).map(|i| (i * 7) % 200_000).collect();
+    let words = text(&keys);
+    let out = two
+        .run_with(&Words { batched: true }, &Input::bytes(&words), &opts)
+        .unwrap();
+    assert!(matches!(
+        out.stats.plan.aggregation_reason,
+        AggregationReason::FewWorkers {
+            workers: 2,
+            from: 4
+        }
+    ));
 }
