@@ -190,6 +190,7 @@ if EMBER_HDFS_URL=$url cargo test --locked --features hdfs -p ember-cli \
     ok "cargo test --features hdfs --test hdfs_cluster --test hdfs_urls"
   fi
 else
+  tail -n 30 "$work/cargo-test.log"
   fail "cargo test --features hdfs --test hdfs_cluster --test hdfs_urls"
 fi
 
