@@ -1,10 +1,11 @@
 //! `ember-bench containers`: Metis' data-structure study (its section 5.4)
-//! with inverted index: every container and `Auto` on four inputs of the
-//! shapes Metis used, all in one run.
+//! with inverted index: every container (the hash container both per
+//! worker and partitioned) and `Auto` on four inputs of the shapes Metis
+//! used, all in one run.
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
-use ember::tune::parse_size;
+use ember::tune::{parse_size, Aggregation};
 use ember::{ContainerKind, Input, RunOptions, Runtime};
 use ember_apps::inverted_index::{build, Docs};
 use ember_apps::text::{text, TextSpec};
@@ -24,13 +25,16 @@ pub(crate) struct Args {
     bench: BenchArgs,
 }
 
-/// The containers that can hold inverted index's keys, then `Auto`.
-const KINDS: [ContainerKind; 5] = [
-    ContainerKind::Hash,
-    ContainerKind::HashTree,
-    ContainerKind::Append,
-    ContainerKind::Intern,
-    ContainerKind::Auto,
+/// The containers that can hold inverted index's keys, with the hash
+/// container's two aggregations, then `Auto`: (column, container,
+/// aggregation).
+const KINDS: [(&str, ContainerKind, Aggregation); 6] = [
+    ("hash", ContainerKind::Hash, Aggregation::PerWorker),
+    ("partitioned", ContainerKind::Hash, Aggregation::Partitioned),
+    ("hash_tree", ContainerKind::HashTree, Aggregation::Auto),
+    ("append", ContainerKind::Append, Aggregation::Auto),
+    ("intern", ContainerKind::Intern, Aggregation::Auto),
+    ("auto", ContainerKind::Auto, Aggregation::Auto),
 ];
 
 fn corpus(size: u64, vocab: usize, zipf: f64, seed: u64) -> Vec<u8> {
@@ -73,18 +77,20 @@ pub(crate) fn run(a: Args) -> Result<()> {
         rt.threads(),
     );
     print!("{:<38}", "input");
-    for k in KINDS {
-        print!(" {:>10}", k.name());
+    for (name, ..) in KINDS {
+        print!(" {name:>11}");
     }
     println!("  auto chose, predicted/actual keys per worker, auto vs best");
     for (name, data) in inputs(a.size) {
         let input = Input::bytes(&data);
         let contenders = KINDS
             .iter()
-            .map(|&k| {
+            .map(|&(column, kind, aggregation)| {
                 let (rt, input) = (&rt, &input);
-                let opts = RunOptions::default().container(k);
-                Contender::new(k.name(), move || {
+                let opts = RunOptions::default()
+                    .container(kind)
+                    .aggregation(aggregation);
+                Contender::new(column, move || {
                     Measured::of(|| Ok(Some(build(rt, input, Docs::Lines, &opts)?.stats)))
                 })
             })
@@ -98,12 +104,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
             .fold(f64::INFINITY, f64::min);
         print!("{name:<38}");
         for r in &rows {
-            print!(" {:>9.3}s", r.timing.median);
+            print!(" {:>10.3}s", r.timing.median);
         }
         let s = auto.last().stats.as_ref().expect("an ember run");
         println!(
-            "  {} ({}/{}), {:.2}x",
+            "  {} {} ({}/{}), {:.2}x",
             s.plan.container,
+            s.plan.aggregation,
             s.predicted_keys_per_worker
                 .map_or("-".into(), |p| p.to_string()),
             s.actual_keys_per_worker,

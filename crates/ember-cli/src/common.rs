@@ -26,6 +26,24 @@ pub(crate) struct RunArgs {
     /// Intermediate container: auto, hash, hash_tree, array, append, intern, unique.
     #[arg(long, default_value = "auto")]
     pub(crate) container: ember::ContainerKind,
+    /// How the hash container aggregates: auto (from the sample),
+    /// per-worker (a table per worker), or partitioned (a cache-sized
+    /// table per worker folding into shared hash partitions: each key
+    /// held once).
+    #[arg(long, default_value = "auto")]
+    pub(crate) aggregation: ember::tune::Aggregation,
+    /// Partitioned aggregation: hash partitions (default: from the
+    /// threads and the sample's predicted keys).
+    #[arg(long, value_name = "N")]
+    pub(crate) partitions: Option<usize>,
+    /// Partitioned aggregation: keys a worker's small table holds before
+    /// it is evicted (default: a table of 1 MiB of slots, half full).
+    #[arg(long, value_name = "N")]
+    pub(crate) table_keys: Option<usize>,
+    /// Partitioned aggregation: entries a worker buffers for a partition
+    /// before folding them into the partition's table.
+    #[arg(long, value_name = "N")]
+    pub(crate) partition_buffer: Option<usize>,
     /// How to read input files: auto (mmap if they fit comfortably in
     /// memory, else chunked), mmap, or chunked (plain reads, bounded memory).
     #[arg(long, default_value = "auto", value_parser = parse_ingest)]
@@ -158,6 +176,13 @@ impl RunArgs {
         ember::RunOptions::default()
             .split_size(self.split_size.map(|s| s as usize))
             .container(self.container)
+            .aggregation(self.aggregation)
+            .partitioned(
+                ember::tune::PartitionedOptions::default()
+                    .partitions(self.partitions)
+                    .table_keys(self.table_keys)
+                    .buffer_entries(self.partition_buffer),
+            )
             .chunk_size(self.chunk_size.map(|s| s as usize))
             .chunk_buffers(self.chunk_buffers)
             .mode(self.mode)

@@ -197,6 +197,13 @@ fn unsupported(run: &RunArgs) -> Option<&'static str> {
             run.container != ember::ContainerKind::default(),
             "--container",
         ),
+        (
+            run.aggregation != ember::tune::Aggregation::default(),
+            "--aggregation",
+        ),
+        (run.partitions.is_some(), "--partitions"),
+        (run.table_keys.is_some(), "--table-keys"),
+        (run.partition_buffer.is_some(), "--partition-buffer"),
         (run.ingest != ember::tune::Ingest::default(), "--ingest"),
         (run.chunk_size.is_some(), "--chunk-size"),
         (

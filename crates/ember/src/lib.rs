@@ -102,11 +102,12 @@ pub struct ReadmeExample;
 /// orders its output. The defaults serve; these are for measuring and for
 /// inputs that need something else.
 pub mod tune {
+    pub use crate::container::partitioned::PartitionedOptions;
     pub use crate::ingest::{DEFAULT_CHUNK_BUFFERS, DEFAULT_CHUNK_SIZE};
     pub use crate::input::{Ingest, DEFAULT_SPLIT_SIZE};
     pub use crate::memory::default_limit as default_memory_limit;
     pub use crate::pipeline::{default_max_buffered_bytes, PipelineOptions, DEFAULT_BUFFER_BYTES};
-    pub use crate::plan::Mode;
+    pub use crate::plan::{Aggregation, Mode};
     pub use crate::pool::{Locality, Topology};
     pub use crate::size::{format_size, parse_size, SizeError};
 }

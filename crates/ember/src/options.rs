@@ -2,10 +2,11 @@
 
 use std::path::PathBuf;
 
+use crate::container::partitioned::PartitionedOptions;
 use crate::derive::setters;
 use crate::job::ContainerKind;
 use crate::pipeline::PipelineOptions;
-use crate::plan::Mode;
+use crate::plan::{Aggregation, Asked, Mode};
 use crate::progress::{Progress, Watch};
 use crate::trace::Trace;
 
@@ -34,6 +35,12 @@ pub struct RunOptions {
     pub mode: Option<Mode>,
     /// Buffer size and memory bound of the pipelined mode.
     pub pipeline: PipelineOptions,
+    /// How the hash container aggregates: per worker, or each key once in
+    /// shared hash partitions (default: [`Aggregation::Auto`], chosen
+    /// from the sample).
+    pub aggregation: Option<Aggregation>,
+    /// Sizes of the partitioned layout.
+    pub partitioned: PartitionedOptions,
     /// A counter of the input bytes mapped, for a progress display polled
     /// from another thread (`ember` draws one from it).
     pub progress: Option<Progress>,
@@ -66,6 +73,7 @@ setters!(RunOptions {
     chunk_size: usize,
     chunk_buffers: usize,
     mode: Mode,
+    aggregation: Aggregation,
     progress: Progress,
     trace: Trace,
     memory_limit: u64,
@@ -83,6 +91,22 @@ impl RunOptions {
     pub fn pipeline(mut self, pipeline: PipelineOptions) -> Self {
         self.pipeline = pipeline;
         self
+    }
+
+    /// Sets [`RunOptions::partitioned`].
+    pub fn partitioned(mut self, partitioned: PartitionedOptions) -> Self {
+        self.partitioned = partitioned;
+        self
+    }
+
+    /// What the caller asks of the run's plan.
+    pub(crate) fn asked(&self) -> Asked {
+        Asked {
+            container: self.container,
+            mode: self.mode,
+            aggregation: self.aggregation,
+            partitions: self.partitioned.partitions,
+        }
     }
 
     /// What the run reports as it goes.

@@ -1,7 +1,8 @@
 //! A run's decisions, made once, into one typed [`Plan`] that the stats
 //! report as is: the intermediate container (by the job, the caller, or the
-//! sample), the reduce partitions, the mode (barrier or pipelined) and how
-//! the input is read.
+//! sample), how it aggregates (per worker, or in shared partitions), the
+//! reduce partitions, the mode (barrier or pipelined) and how the input is
+//! read.
 //!
 //! Every reported choice is an enum with a [`Display`](fmt::Display) that
 //! says it in words, so tests match variants and people read sentences.
@@ -14,7 +15,7 @@ use crate::combine::Combiner;
 use crate::derive::names;
 use crate::error::{Error, Result};
 use crate::input::Input;
-use crate::job::{ContainerKind, Job, KeyHint};
+use crate::job::{ContainerKind, Job, KeyHint, StateOf};
 use crate::key::Key;
 use crate::predict::Prediction;
 
@@ -36,6 +37,21 @@ const APPEND_BELOW_REPEATS_UNFOLDED: f64 = 16.0;
 /// fraction of the append container's pairs (numerator, denominator): it
 /// pays a table lookup per emit for the memory.
 const INTERN_AT_MOST: (usize, usize) = (2, 3);
+/// `Auto` aggregates in partitions when a worker's own hash table would
+/// take more than this many bytes (the predicted keys per worker, at half
+/// load): past a core's L2 cache, where per-worker tables miss on most
+/// rare keys, and hold the vocabulary once per worker.
+const PARTITIONED_ABOVE_TABLE_BYTES: u64 = 4 << 20;
+/// `Auto` partitions only from this many workers: below it the replicated
+/// tables cost little memory, and on 2 threads partitioned word count on
+/// the Zipf corpus measured about 1.3x the per-worker time (its evictions
+/// cost more than the reduce's join saves; `docs/performance.md`).
+const PARTITIONED_FROM_WORKERS: usize = 4;
+/// Bytes of slots a partition table of the partitioned layout aims at: a
+/// partition folded by one worker then stays within its L2 cache.
+const PARTITION_TABLE_BYTES: u64 = 1 << 20;
+/// The most partitions the partitioned layout is given.
+const MAX_PARTITIONED: usize = 1 << 10;
 
 /// How map and reduce are scheduled, as asked for in
 /// [`RunOptions::mode`](crate::RunOptions::mode).
@@ -66,6 +82,28 @@ pub enum RunMode {
     Pipelined,
     /// A map-only job: no reduce.
     MapOnly,
+}
+
+/// How a run's hash containers aggregate the map output, as asked for in
+/// [`RunOptions::aggregation`](crate::RunOptions::aggregation) and as the
+/// [`Plan`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Aggregation {
+    /// The runtime chooses from the sample: partitioned when a worker's
+    /// table would outgrow its core's cache, else per worker. Never in a
+    /// plan.
+    #[default]
+    Auto,
+    /// One hash table per worker, holding every key that worker saw;
+    /// reduce joins the workers' tables partition by partition.
+    PerWorker,
+    /// A cache-sized table per worker, whose combined entries are folded
+    /// into one table per hash partition shared by the workers: each key
+    /// held once, whatever the worker count (the partitioned layout of the
+    /// hash container; other containers aggregate per worker).
+    Partitioned,
 }
 
 /// How a run read its input.
@@ -151,6 +189,53 @@ pub enum ContainerReason {
     MapOnly,
 }
 
+/// Why a run aggregates as it does.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AggregationReason {
+    /// Only the hash container has a partitioned layout.
+    Container {
+        /// The run's container.
+        container: ContainerKind,
+    },
+    /// The pipelined mode's reducers already fold into one table per
+    /// partition.
+    Pipelined,
+    /// A map-only job does not aggregate.
+    MapOnly,
+    /// The caller chose.
+    Chosen,
+    /// Too few workers for the replicated tables to matter.
+    FewWorkers {
+        /// The run's workers.
+        workers: usize,
+        /// `Auto` partitions from this many.
+        from: usize,
+    },
+    /// No sample: per-worker tables are the default.
+    NotSampled,
+    /// The sample predicts keys per worker whose table fits the limit.
+    FewKeys {
+        /// Distinct keys per worker predicted.
+        keys: u64,
+        /// Bytes of a worker's table for them, at half load.
+        table_bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The sample predicts more keys per worker than a table within the
+    /// limit holds: partitioned.
+    ManyKeys {
+        /// Distinct keys per worker predicted.
+        keys: u64,
+        /// Bytes of a worker's table for them, at half load.
+        table_bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+}
+
 /// Why a run uses its mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "why", rename_all = "snake_case")]
@@ -186,9 +271,14 @@ pub struct Plan {
     pub mode: RunMode,
     /// Why that mode.
     pub mode_reason: ModeReason,
+    /// How the hash container aggregates: per worker or partitioned.
+    pub aggregation: Aggregation,
+    /// Why it aggregates so.
+    pub aggregation_reason: AggregationReason,
     /// How the input is read.
     pub ingest: IngestKind,
-    /// Reduce partitions per worker container.
+    /// Reduce partitions per worker container (partitioned: the shared
+    /// partitions).
     pub partitions: usize,
 }
 
@@ -201,10 +291,23 @@ impl Default for Plan {
             },
             mode: RunMode::Barrier,
             mode_reason: ModeReason::Auto,
+            aggregation: Aggregation::PerWorker,
+            aggregation_reason: AggregationReason::NotSampled,
             ingest: IngestKind::Memory,
             partitions: 1,
         }
     }
+}
+
+/// What the caller asks of a run's plan (from its
+/// [`RunOptions`](crate::RunOptions)).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Asked {
+    pub(crate) container: Option<ContainerKind>,
+    pub(crate) mode: Option<Mode>,
+    pub(crate) aggregation: Option<Aggregation>,
+    /// Partitions of the partitioned layout.
+    pub(crate) partitions: Option<usize>,
 }
 
 /// What the caller and the job ask of a run, checked: the input to every
@@ -215,6 +318,9 @@ pub(crate) struct Request {
     shape: JobShape,
     pipelinable: bool,
     mode: Mode,
+    aggregation: Aggregation,
+    /// Partitions of the partitioned layout, if the caller set them.
+    partitioned: Option<usize>,
     threads: usize,
 }
 
@@ -227,6 +333,8 @@ struct JobShape {
     /// The combiner folds values (else it keeps them).
     folds: bool,
     footprint: Footprint,
+    /// Bytes of a hash table slot of the job's keys and states.
+    table_slot: usize,
 }
 
 /// The bytes the append and intern containers take, from the job's types.
@@ -258,24 +366,22 @@ impl Footprint {
 }
 
 impl Request {
-    /// The request of `job` run with these options on `threads` workers;
-    /// an error when the job cannot use the container asked for.
-    pub(crate) fn new<J: Job>(
-        job: &J,
-        container: Option<ContainerKind>,
-        mode: Option<Mode>,
-        threads: usize,
-    ) -> Result<Self> {
+    /// The request of `job` run with `opts` on `threads` workers; an
+    /// error when the job cannot use the container asked for.
+    pub(crate) fn new<J: Job>(job: &J, opts: &Asked, threads: usize) -> Result<Self> {
         let r = Request {
-            container: container.unwrap_or_else(|| job.container()),
+            container: opts.container.unwrap_or_else(|| job.container()),
             shape: JobShape {
                 hint: job.keys(),
                 dense_ok: J::Key::INDEXED,
                 folds: J::Combiner::FOLDS,
                 footprint: Footprint::of::<J::Key, J::Value>(),
+                table_slot: std::mem::size_of::<Option<(J::Key, StateOf<J>)>>(),
             },
             pipelinable: job.pipelinable(),
-            mode: mode.unwrap_or_default(),
+            mode: opts.mode.unwrap_or_default(),
+            aggregation: opts.aggregation.unwrap_or_default(),
+            partitioned: opts.partitions,
             threads,
         };
         r.check()?;
@@ -352,14 +458,82 @@ impl Request {
             RunMode::Pipelined => (ContainerKind::Hash, ContainerReason::Pipelined),
             _ => (container, container_reason),
         };
+        let (aggregation, aggregation_reason) = self.aggregation(container, mode, prediction);
+        let partitions = match aggregation {
+            Aggregation::Partitioned => self.partitioned_partitions(prediction),
+            _ => partitions,
+        };
         Plan {
             container,
             container_reason,
             mode,
             mode_reason,
+            aggregation,
+            aggregation_reason,
             ingest,
             partitions,
         }
+    }
+
+    /// Per worker or partitioned, for a run with `container` in `mode`.
+    fn aggregation(
+        &self,
+        container: ContainerKind,
+        mode: RunMode,
+        prediction: Option<&Prediction>,
+    ) -> (Aggregation, AggregationReason) {
+        use AggregationReason as Why;
+        let per_worker = Aggregation::PerWorker;
+        if mode == RunMode::Pipelined {
+            return (per_worker, Why::Pipelined);
+        }
+        if container != ContainerKind::Hash {
+            return (per_worker, Why::Container { container });
+        }
+        let (keys, limit) = match (self.aggregation, prediction) {
+            (Aggregation::Auto, _) if self.threads < PARTITIONED_FROM_WORKERS => {
+                let (workers, from) = (self.threads, PARTITIONED_FROM_WORKERS);
+                return (per_worker, Why::FewWorkers { workers, from });
+            }
+            (Aggregation::Auto, None) => return (per_worker, Why::NotSampled),
+            (Aggregation::Auto, Some(p)) => (p.keys_per_worker, PARTITIONED_ABOVE_TABLE_BYTES),
+            (chosen, _) => return (chosen, Why::Chosen),
+        };
+        let table_bytes = keys * 2 * self.shape.table_slot as u64;
+        match table_bytes > limit {
+            true => (
+                Aggregation::Partitioned,
+                Why::ManyKeys {
+                    keys,
+                    table_bytes,
+                    limit,
+                },
+            ),
+            false => (
+                per_worker,
+                Why::FewKeys {
+                    keys,
+                    table_bytes,
+                    limit,
+                },
+            ),
+        }
+    }
+
+    /// Partitions of the partitioned layout: the caller's, else a power of
+    /// two, a few per worker, and enough that each partition's table of
+    /// the keys the sample predicts takes about [`PARTITION_TABLE_BYTES`].
+    fn partitioned_partitions(&self, prediction: Option<&Prediction>) -> usize {
+        if let Some(n) = self.partitioned {
+            return n.max(1);
+        }
+        let keys = prediction.map_or(0, |p| p.keys_per_worker);
+        let bytes = keys * 2 * self.shape.table_slot as u64;
+        let wanted = bytes.div_ceil(PARTITION_TABLE_BYTES) as usize;
+        wanted
+            .next_power_of_two()
+            .max((self.threads * 4).next_power_of_two())
+            .min(MAX_PARTITIONED)
     }
 
     /// How `input` is read.
@@ -427,6 +601,7 @@ fn choose_container(
         dense_ok,
         folds,
         footprint,
+        ..
     } = shape;
     let threshold = if folds {
         APPEND_BELOW_REPEATS
@@ -482,6 +657,11 @@ fn few_repeats(
 }
 
 names!(Mode, "mode" { Auto => "auto", Barrier => "barrier", Pipelined => "pipelined" });
+names!(Aggregation, "aggregation" {
+    Auto => "auto",
+    PerWorker => "per_worker",
+    Partitioned => "partitioned",
+});
 names!(RunMode, "run mode" { Barrier => "barrier", Pipelined => "pipelined", MapOnly => "map_only" });
 names!(IngestKind, "ingest" { Memory => "memory", Mmap => "mmap", Chunked => "chunked" });
 
@@ -551,6 +731,51 @@ impl fmt::Display for ContainerReason {
     }
 }
 
+impl fmt::Display for AggregationReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mib = |b: &u64| *b as f64 / (1 << 20) as f64;
+        match self {
+            AggregationReason::Container { container } => {
+                write!(f, "the {container} container aggregates per worker")
+            }
+            AggregationReason::Pipelined => {
+                f.write_str("pipelined: reducers fold into one table per partition")
+            }
+            AggregationReason::MapOnly => f.write_str("map-only job: nothing to aggregate"),
+            AggregationReason::Chosen => f.write_str("chosen by the caller"),
+            AggregationReason::FewWorkers { workers, from } => write!(
+                f,
+                "{workers} worker(s): per-worker tables below {from} workers, where their \
+                 copies cost little memory and partitioning costs time"
+            ),
+            AggregationReason::NotSampled => {
+                f.write_str("no sample; per-worker tables are the default")
+            }
+            AggregationReason::FewKeys {
+                keys,
+                table_bytes,
+                limit,
+            } => write!(
+                f,
+                "sample: {keys} keys per worker, a table of {:.1} MiB, within {:.0} MiB",
+                mib(table_bytes),
+                mib(limit)
+            ),
+            AggregationReason::ManyKeys {
+                keys,
+                table_bytes,
+                limit,
+            } => write!(
+                f,
+                "sample: {keys} keys per worker, a table of {:.1} MiB per worker, over {:.0} MiB: \
+                 each key held once, in its partition",
+                mib(table_bytes),
+                mib(limit)
+            ),
+        }
+    }
+}
+
 impl fmt::Display for ModeReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -603,7 +828,73 @@ mod tests {
             dense_ok: false,
             folds: true,
             footprint: small(),
+            table_slot: 32,
         }
+    }
+
+    /// A request for the hash container, with `aggregation`, on `threads`.
+    fn hash_request(aggregation: Aggregation, threads: usize) -> Request {
+        Request {
+            container: ContainerKind::Hash,
+            shape: unknown_keys(),
+            pipelinable: true,
+            mode: Mode::Auto,
+            aggregation,
+            partitioned: None,
+            threads,
+        }
+    }
+
+    #[test]
+    fn auto_partitions_large_vocabularies_of_the_hash_container() {
+        let keys = |k| Prediction {
+            keys_per_worker: k,
+            ..prediction(1 << 20, 10.0)
+        };
+        let plan = |a, threads, k| {
+            hash_request(a, threads).decide(Some(&keys(k)), IngestKind::Mmap, false)
+        };
+        // 32-byte slots at half load: 64K keys is a 4 MiB table.
+        let few = plan(Aggregation::Auto, 4, 65_536);
+        assert_eq!(few.aggregation, Aggregation::PerWorker);
+        assert!(matches!(
+            few.aggregation_reason,
+            AggregationReason::FewKeys { .. }
+        ));
+        assert_eq!(few.partitions, 16);
+        let many = plan(Aggregation::Auto, 4, 943_455);
+        assert_eq!(many.aggregation, Aggregation::Partitioned);
+        assert!(matches!(
+            many.aggregation_reason,
+            AggregationReason::ManyKeys { .. }
+        ));
+        // 58 MiB of slots in 1 MiB partitions.
+        assert_eq!(many.partitions, 64);
+        let two = plan(Aggregation::Auto, 2, 943_455);
+        assert_eq!(two.aggregation, Aggregation::PerWorker);
+        assert!(matches!(
+            two.aggregation_reason,
+            AggregationReason::FewWorkers {
+                workers: 2,
+                from: 4
+            }
+        ));
+        assert_eq!(plan(Aggregation::Auto, 64, 10).partitions, 256);
+        let forced = plan(Aggregation::Partitioned, 2, 10);
+        assert_eq!(
+            (forced.aggregation, forced.partitions),
+            (Aggregation::Partitioned, 8)
+        );
+        let mut r = hash_request(Aggregation::Partitioned, 2);
+        r.partitioned = Some(3);
+        assert_eq!(r.decide(None, IngestKind::Mmap, false).partitions, 3);
+        r.container = ContainerKind::Append;
+        let append = r.decide(None, IngestKind::Mmap, false);
+        assert_eq!(append.aggregation, Aggregation::PerWorker);
+        r.container = ContainerKind::Hash;
+        r.mode = Mode::Pipelined;
+        let piped = r.decide(None, IngestKind::Mmap, false);
+        assert_eq!(piped.aggregation_reason, AggregationReason::Pipelined);
     }
 
     #[test]
@@ -695,6 +986,8 @@ mod tests {
             },
             pipelinable: false,
             mode: Mode::Auto,
+            aggregation: Aggregation::Auto,
+            partitioned: None,
             threads: 2,
         };
         assert_eq!(r.append_partitions(None), 8);
@@ -709,6 +1002,8 @@ mod tests {
             shape: unknown_keys(),
             pipelinable: true,
             mode: Mode::Auto,
+            aggregation: Aggregation::Auto,
+            partitioned: None,
             threads: 2,
         };
         assert_eq!(r.mode(false), (RunMode::Barrier, ModeReason::Auto));
@@ -733,6 +1028,13 @@ mod tests {
         for m in Mode::ALL {
             assert_eq!(m.name().parse::<Mode>().unwrap(), *m);
         }
+        for a in Aggregation::ALL {
+            assert_eq!(a.name().parse::<Aggregation>().unwrap(), *a);
+        }
+        assert_eq!(
+            "per-worker".parse::<Aggregation>().unwrap(),
+            Aggregation::PerWorker
+        );
         let e = "fast".parse::<Mode>().unwrap_err().to_string();
         assert!(
             e.contains("unknown mode 'fast'") && e.contains("pipelined"),

@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use crate::barrier::{Barrier, Each, Memory, Reduced, Run};
 use crate::busy::{utilization, Busy};
+use crate::container::partitioned::Shape;
 use crate::container::{self, Sizing};
 use crate::error::{Error, Phase, Result};
 use crate::ingest::{
@@ -29,7 +30,9 @@ use crate::memory::Budget;
 use crate::merge;
 use crate::options::RunOptions;
 use crate::pipeline;
-use crate::plan::{ContainerReason, ModeReason, Plan, Request, RunMode};
+use crate::plan::{
+    Aggregation, AggregationReason, ContainerReason, ModeReason, Plan, Request, RunMode,
+};
 use crate::pool::{Locality, Pool, Topology};
 use crate::progress::Watch;
 use crate::record_sort::{self, RecordShape};
@@ -462,7 +465,7 @@ impl Runtime {
         let start = Instant::now();
         let watch = opts.watch();
         watch.start(input.known_len());
-        let request = Request::new(job, opts.container, opts.mode, self.threads())?;
+        let request = Request::new(job, &opts.asked(), self.threads())?;
         let splits = self.split(input, job.records(), opts)?;
         let mut stats = self.stats_of(input, splits.len(), start);
 
@@ -558,10 +561,14 @@ impl Runtime {
         // A table reserved past the budget would spill at once: at most
         // the keys whose entries (at half load) fit in a worker's share.
         let entry = std::mem::size_of::<(J::Key, StateOf<J>)>().max(1);
-        let share_entries = memory.budget.share(memory.reserved, self.threads()) / entry;
+        let share = memory.budget.share(memory.reserved, self.threads());
+        let share_entries = share / entry;
         let fit = share_entries / 2;
+        let partitioned = (plan.aggregation == Aggregation::Partitioned)
+            .then(|| Shape::new::<J::Key, StateOf<J>>(plan.partitions, &opts.partitioned, share));
         let sizing = Sizing {
             partitions: plan.partitions,
+            workers: self.threads(),
             dense: match job.keys() {
                 KeyHint::Dense(n) => n,
                 _ => 0,
@@ -569,6 +576,7 @@ impl Runtime {
             keys: prediction.map_or(0, |p| (p.keys_per_worker as usize).min(fit)),
             pairs: prediction.map_or(0, |p| p.pairs_per_worker as usize),
             share_entries,
+            partitioned,
         };
         let combiner = job.combiner();
         let barrier = Barrier {
@@ -718,6 +726,8 @@ impl Runtime {
             mode_reason: ModeReason::MapOnly {
                 asked: opts.mode.unwrap_or_default(),
             },
+            aggregation: Aggregation::PerWorker,
+            aggregation_reason: AggregationReason::MapOnly,
             ingest: Request::ingest(input),
             partitions: 0,
         };

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use crate::plan::{ContainerReason, IngestKind, ModeReason, Plan, RunMode, Unsampled};
+pub use crate::plan::{
+    Aggregation, AggregationReason, ContainerReason, IngestKind, ModeReason, Plan, RunMode,
+    Unsampled,
+};
 
 /// One ingest chunk of a streamed run.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -93,6 +96,8 @@ pub struct Stats {
     pub utilization: f64,
     /// What the pipelined mode measured (pipelined runs only).
     pub pipeline: Option<PipelineStats>,
+    /// What the partitioned aggregation did (runs that used it only).
+    pub partitioned: Option<PartitionedStats>,
     /// The memory budget, what the containers held at the peak, and what
     /// was spilled to disk (barrier runs).
     pub memory: MemoryStats,
@@ -206,6 +211,11 @@ impl fmt::Display for Stats {
         let plan = &self.plan;
         writeln!(f, "container {}: {}", plan.container, plan.container_reason)?;
         writeln!(f, "mode      {}: {}", plan.mode, plan.mode_reason)?;
+        writeln!(
+            f,
+            "aggregate {}: {}",
+            plan.aggregation, plan.aggregation_reason
+        )?;
         if let Some(p) = self.predicted_keys_per_worker {
             writeln!(
                 f,
@@ -279,6 +289,7 @@ impl Stats {
                 p.idle_secs
             )?;
         }
+        self.fmt_partitioned(f)?;
         let m = &self.memory;
         if m.limit_bytes > 0 {
             let mib = |b: u64| b as f64 / (1 << 20) as f64;
@@ -313,6 +324,52 @@ impl Stats {
             self.map_tasks, self.reduce_tasks
         )
     }
+
+    /// The partitioned aggregation's line, for a run that used it.
+    fn fmt_partitioned(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(p) = &self.partitioned else {
+            return Ok(());
+        };
+        writeln!(
+            f,
+            "partition {} partitions, tables of {} keys per worker: {} evicted in {} \
+             flushes, {} buffers of up to {} folded while mapping in {:.3} s \
+             (all workers), {} found their partition busy",
+            p.partitions,
+            p.table_keys,
+            p.evicted,
+            p.flushes,
+            p.folds,
+            p.buffer_entries,
+            p.fold_secs,
+            p.contended
+        )
+    }
+}
+
+/// What a run's partitioned aggregation did (in [`Stats::partitioned`]).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[non_exhaustive]
+pub struct PartitionedStats {
+    /// Hash partitions, each folded into one table.
+    pub partitions: usize,
+    /// Keys a worker's small table holds before it is evicted.
+    pub table_keys: usize,
+    /// Entries a worker buffers for a partition before folding them.
+    pub buffer_entries: usize,
+    /// Times a worker's small table was emptied into its buffers (when
+    /// full, and at the end of each split), over all workers.
+    pub flushes: u64,
+    /// Entries moved from the small tables into the buffers, combined.
+    pub evicted: u64,
+    /// Buffers folded into their partition's table during the map phase.
+    pub folds: u64,
+    /// Times a full buffer found its partition's table held by another
+    /// worker and was kept for a later fold.
+    pub contended: u64,
+    /// Seconds the workers spent folding buffers during the map phase,
+    /// summed over the workers (within their map busy time).
+    pub fold_secs: f64,
 }
 
 /// What a pipelined run measured (in [`Stats::pipeline`]).

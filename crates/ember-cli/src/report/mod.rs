@@ -245,6 +245,7 @@ fn plan(run: &Run) -> String {
     for (what, key, why) in [
         ("container", "container", Some("container_reason")),
         ("mode", "mode", Some("mode_reason")),
+        ("aggregation", "aggregation", Some("aggregation_reason")),
         ("ingest", "ingest", None),
         ("partitions per worker", "partitions", None),
         ("merge", "merge", None),

@@ -94,7 +94,11 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
             new_worker,
             |w, _, split| {
                 let before = w.container.pairs;
-                map_busy.time(|| job.map(split, ForJob::<J, _>::of(&mut w.container)))?;
+                map_busy.time(|| {
+                    let mapped = job.map(split, ForJob::<J, _>::of(&mut w.container));
+                    w.container.inner.split_done();
+                    mapped
+                })?;
                 w.check(&spiller, w.index)?;
                 Ok(w.container.pairs - before)
             },
@@ -102,14 +106,7 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
         stats.map_secs = secs(map_start.elapsed());
         stats.map_tasks = workers.iter().map(|w| w.1).collect();
         let workers: Vec<Worker<C, J::Key>> = workers.into_iter().map(|w| w.0).collect();
-        stats.pairs_emitted = workers.iter().map(|w| w.container.pairs).sum();
-        let held: usize = workers.iter().map(|w| w.container.distinct()).sum();
-        stats.actual_keys_per_worker = (held / workers.len().max(1)) as u64;
-        stats.container_bytes = workers
-            .iter()
-            .map(|w| w.container.memory_bytes() as u64)
-            .sum();
-        stats.memory = memory_stats(&spiller, workers.iter().map(Worker::written));
+        let held = mapped(stats, &spiller, &workers);
         let reduce_start = Instant::now();
         let phase = watch.phase(Phase::Reduce);
         let reduce_busy = Busy::new(pool);
@@ -145,6 +142,28 @@ impl<J: Job> Visit<J::Key, J::Value, J::Combiner> for Barrier<'_, '_, '_, J> {
         );
         Ok(reduced)
     }
+}
+
+/// Adds what the map phase's `workers` hold to `stats`; returns the
+/// entries they hold in all.
+fn mapped<J: Job, C: Container<J::Key, J::Value, J::Combiner>>(
+    stats: &mut Stats,
+    spiller: &Spiller<'_, J>,
+    workers: &[Worker<C, J::Key>],
+) -> usize {
+    stats.pairs_emitted = workers.iter().map(|w| w.container.pairs).sum();
+    let held: usize = workers.iter().map(|w| w.container.distinct()).sum();
+    stats.actual_keys_per_worker = (held / workers.len().max(1)) as u64;
+    stats.container_bytes = workers
+        .iter()
+        .map(|w| w.container.memory_bytes() as u64)
+        .sum();
+    stats.memory = memory_stats(spiller, workers.iter().map(Worker::written));
+    stats.partitioned = None;
+    for w in workers {
+        w.container.tally(&mut stats.partitioned);
+    }
+    held
 }
 
 /// Reduces partition `p` of every container as one task, for every `p`,

@@ -24,6 +24,12 @@
 //! | `append` | pairs appended per partition, grouped by sort in reduce | O(1), no lookup | few repeats (inverted index of unique words) |
 //! | `intern` | keys numbered per partition, (number, value) appended, grouped by number in reduce | O(1), one lookup | few repeats, keys long against values (inverted index) |
 //! | `unique` | pairs appended, never grouped | O(1) | keys declared unique (sort) |
+//!
+//! The hash container has a second layout for large vocabularies,
+//! [`partitioned`]: a cache-sized table per worker whose evicted entries
+//! are folded into one table per hash partition shared by all workers, so
+//! that each key is held once however many workers there are (the plan's
+//! [`Aggregation`](crate::tune::Aggregation)).
 
 use std::marker::PhantomData;
 use std::sync::Mutex;
@@ -31,11 +37,13 @@ use std::sync::Mutex;
 use crate::combine::Combiner;
 use crate::job::{ContainerKind, Emit};
 use crate::key::Key;
+use crate::stats::PartitionedStats;
 use append::AppendContainer;
 use array::ArrayContainer;
 use hash::HashContainer;
 use hash_tree::HashTreeContainer;
 use intern::InternContainer;
+use partitioned::{Partitioned, Partitions, Shape};
 use table::Table;
 use unique::UniqueContainer;
 
@@ -45,6 +53,7 @@ mod group;
 pub(crate) mod hash;
 pub(crate) mod hash_tree;
 pub(crate) mod intern;
+pub(crate) mod partitioned;
 mod slots;
 pub(crate) mod table;
 pub(crate) mod unique;
@@ -62,6 +71,14 @@ pub(crate) trait Container<K: Key, V, C: Combiner<V>>: Emit<K, V> + Send {
     fn memory_bytes(&self) -> usize;
     /// Splits the container into its partitions, in partition order.
     fn into_parts(self) -> Vec<Self::Part>;
+    /// Called after each split the worker mapped, before its memory is
+    /// checked (the partitioned layout evicts its small table here).
+    fn split_done(&mut self) {}
+    /// Adds what the container counted of its own work to the run's
+    /// partitioned-aggregation stats (only the partitioned layout has any).
+    fn tally(&self, into: &mut Option<PartitionedStats>) {
+        let _ = into;
+    }
     /// Takes every entry out as (key, state) pairs, per partition in
     /// partition order (keys in no particular order; a container whose
     /// keys belong to no partition gives one part), and leaves the
@@ -115,6 +132,8 @@ const RESERVE_CAP: usize = 4;
 pub(crate) struct Sizing {
     /// Reduce partitions per container.
     pub(crate) partitions: usize,
+    /// Workers of the run (each builds one container).
+    pub(crate) workers: usize,
     /// The dense key range's size (array container).
     pub(crate) dense: usize,
     /// Distinct keys per worker the sample predicts (0: unknown).
@@ -124,6 +143,9 @@ pub(crate) struct Sizing {
     /// (key, state) entries that a worker's share of the memory budget
     /// holds: the unique container grows to it, then in small steps.
     pub(crate) share_entries: usize,
+    /// The hash container's partitioned layout, when the plan chose it:
+    /// its small tables' and buffers' sizes.
+    pub(crate) partitioned: Option<Shape>,
 }
 
 /// Something to do with the containers of a run, whatever their kind:
@@ -143,7 +165,7 @@ pub(crate) trait Visit<K: Key, V, C: Combiner<V>> {
 /// Calls `visitor` with the constructor of `kind`'s containers (`Auto`
 /// means unique: a run decides `Auto` before it builds containers). A hash
 /// container starts from `kept[worker]`, the sample's container, when there
-/// is one.
+/// is one; with `sizing.partitioned` it is the partitioned layout.
 pub(crate) fn build<K, V, C, X>(
     kind: ContainerKind,
     sizing: Sizing,
@@ -163,27 +185,13 @@ where
         keys,
         pairs,
         share_entries,
+        ..
     } = sizing;
     match kind {
-        ContainerKind::Hash => {
-            let kept = Mutex::new(kept);
-            visitor.visit(|w| {
-                let new = |parts, capacity| HashContainer::new(parts, capacity, combiner.clone());
-                // Taken out under the lock, grown outside it: every worker
-                // rebuilds its own tables at once.
-                let taken = {
-                    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
-                    kept.get_mut(w)
-                        .map(|slot| std::mem::replace(slot, Counting::new(new(1, 0))))
-                };
-                let mut c =
-                    taken.unwrap_or_else(|| Counting::new(new(partitions, INITIAL_CAPACITY)));
-                let seen = c.distinct().max(INITIAL_CAPACITY);
-                c.inner
-                    .reserve(keys.min(seen * RESERVE_CAP).min(MAX_RESERVED_KEYS));
-                c
-            })
-        }
+        ContainerKind::Hash => match sizing.partitioned {
+            Some(shape) => partitioned_layout(sizing, shape, combiner, kept, visitor),
+            None => per_worker(sizing, combiner, kept, visitor),
+        },
         ContainerKind::HashTree => visitor
             .visit(|_| Counting::new(HashTreeContainer::new(partitions, keys, combiner.clone()))),
         // A constant test: a key type without an index never compiles the
@@ -202,6 +210,70 @@ where
             visitor.visit(|_| Counting::new(new()))
         }
     }
+}
+
+/// Takes worker `w`'s container out of `kept` (the sample's, one per
+/// worker), if there is one.
+fn take_kept<T>(kept: &Mutex<Vec<T>>, w: usize, empty: impl FnOnce() -> T) -> Option<T> {
+    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+    kept.get_mut(w).map(|slot| std::mem::replace(slot, empty()))
+}
+
+/// [`build`]'s hash containers: one table per partition per worker, grown
+/// to the sample's prediction.
+fn per_worker<K, V, C, X>(
+    sizing: Sizing,
+    combiner: &C,
+    kept: Vec<Counting<HashContainer<K, V, C>>>,
+    visitor: X,
+) -> X::Out
+where
+    K: Key,
+    V: Send,
+    C: Combiner<V>,
+    X: Visit<K, V, C>,
+{
+    let kept = Mutex::new(kept);
+    visitor.visit(|w| {
+        let new = |parts, capacity| HashContainer::new(parts, capacity, combiner.clone());
+        // Taken out under the lock, grown outside it: every worker
+        // rebuilds its own tables at once.
+        let taken = take_kept(&kept, w, || Counting::new(new(1, 0)));
+        let mut c =
+            taken.unwrap_or_else(|| Counting::new(new(sizing.partitions, INITIAL_CAPACITY)));
+        let seen = c.distinct().max(INITIAL_CAPACITY);
+        c.inner
+            .reserve(sizing.keys.min(seen * RESERVE_CAP).min(MAX_RESERVED_KEYS));
+        c
+    })
+}
+
+/// [`build`]'s partitioned hash containers: the run's partition tables,
+/// sized for the keys the sample predicts, and a small table and buffers
+/// per worker, which start with the sample's entries.
+fn partitioned_layout<K, V, C, X>(
+    sizing: Sizing,
+    shape: Shape,
+    combiner: &C,
+    kept: Vec<Counting<HashContainer<K, V, C>>>,
+    visitor: X,
+) -> X::Out
+where
+    K: Key,
+    V: Send,
+    C: Combiner<V>,
+    X: Visit<K, V, C>,
+{
+    let keys = sizing.keys.min(MAX_RESERVED_KEYS);
+    let partitions = Partitions::new(sizing.partitions, keys, sizing.workers);
+    let kept = Mutex::new(kept);
+    visitor.visit(|w| {
+        let empty = || Counting::new(HashContainer::new(1, 0, combiner.clone()));
+        match take_kept(&kept, w, empty) {
+            Some(k) => Partitioned::seeded(&partitions, shape, combiner.clone(), k),
+            None => Counting::new(Partitioned::new(&partitions, shape, combiner.clone())),
+        }
+    })
 }
 
 /// Counts the pairs a container receives.

@@ -217,6 +217,15 @@ impl<K: Key, S> Table<K, S> {
         self.len = 0;
     }
 
+    /// Calls `f` with every key and state, moved out in slot order, and
+    /// leaves the table empty with its slots kept for reuse.
+    pub(crate) fn take_each(&mut self, mut f: impl FnMut(K, S)) {
+        for (k, s) in self.slots.iter_mut().filter_map(Option::take) {
+            f(k, s);
+        }
+        self.len = 0;
+    }
+
     #[inline(always)]
     fn inserted(&mut self) {
         self.len += 1;

@@ -17,6 +17,7 @@ mod custom_records;
 mod input_changed;
 mod input_panics;
 mod multi_reader;
+mod partitioned;
 mod pipeline;
 mod placed;
 mod plain_keys;
