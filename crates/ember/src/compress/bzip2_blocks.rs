@@ -21,7 +21,7 @@ use std::io::{self, Cursor, Read};
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
-use super::pieces::{Rejoin, Shared, Stream};
+use super::source::{Rejoin, Shared, Stream};
 use super::Compression;
 
 /// A block's magic number.

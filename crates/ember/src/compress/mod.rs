@@ -23,6 +23,7 @@
 
 mod bzip2_blocks;
 mod pieces;
+mod source;
 mod zstd_frames;
 
 use std::fmt;

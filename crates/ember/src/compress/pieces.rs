@@ -9,37 +9,23 @@
 //! (corrupt, cut short, other bytes after the end) are one piece, whose
 //! decoder then says what is wrong and where.
 //!
-//! Every piece reads its file with positioned reads, no further than the
-//! length the file had when opened; a read that comes short, or a file
-//! found changed (length, modification time, identity) when its last
-//! piece reaches its end, fails the read with a [`Changed`].
+//! Every piece reads its file as `source` says: with positioned reads, no
+//! further than the length the file had when opened, and a file found
+//! changed is an error.
 
 use std::fs::{File, Metadata};
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use super::bzip2_blocks::{self, BlockPiece, Blocks};
+use super::source::{FileRange, Rejoin, Shared, Stream};
 use super::{zstd_frames, Compression};
-use crate::error::Changed;
-use crate::guard::FileState;
-
-/// A reader that can be taken once.
-pub(super) type Stream = Box<dyn Read + Send>;
 
 /// The fewest compressed bytes worth a piece of their own.
 const MIN_PIECE: u64 = 1 << 20;
 /// How many more pieces a piece that fails to decode may be joined with
 /// before its error is taken for a real one.
 const MAX_JOINED: usize = 2;
-
-/// Pieces that may be decoded again joined: a cut between them may be
-/// false (a bzip2 block magic that occurs inside a block by chance).
-pub(super) trait Rejoin: Send + Sync {
-    /// A decoder of `pieces` pieces from piece `first` on, as one; `None`
-    /// if they cannot be joined.
-    fn rejoin(&self, first: usize, pieces: usize) -> Option<io::Result<Stream>>;
-}
 
 /// The decoders of one input's pieces, in order.
 pub(crate) struct Pieces {
@@ -64,19 +50,16 @@ impl Pieces {
     /// A read of the file failing, or a decoder's setup.
     pub(crate) fn of_file(format: Compression, file: File, meta: &Metadata) -> io::Result<Pieces> {
         let len = meta.len();
-        let file = Arc::new(Shared {
-            file,
-            was: FileState::of(meta),
-        });
+        let file = Arc::new(Shared::new(file, meta));
         if len >= MIN_PIECE {
             match format {
                 Compression::Zstd => {
-                    if let Some(starts) = zstd_frames::frame_starts(&file.file, len)? {
+                    if let Some(starts) = zstd_frames::frame_starts(file.file(), len)? {
                         return zstd_pieces(&file, &starts, len);
                     }
                 }
                 Compression::Bzip2 => {
-                    if let Some(cuts) = bzip2_blocks::scan(&file.file, len)? {
+                    if let Some(cuts) = bzip2_blocks::scan(file.file(), len)? {
                         return Ok(bzip2_pieces(Blocks::new(file, cuts)));
                     }
                 }
@@ -249,89 +232,6 @@ impl Read for Joined {
     }
 }
 
-/// A compressed file shared by its pieces.
-pub(super) struct Shared {
-    file: File,
-    /// The file when opened.
-    was: FileState,
-}
-
-impl Shared {
-    /// Fills `buf` from offset `at`; a file too short for it has changed.
-    pub(super) fn read_exact_at(&self, buf: &mut [u8], at: u64) -> io::Result<()> {
-        match self.file.read_exact_at(buf, at) {
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(self.changed()?),
-            other => other,
-        }
-    }
-
-    /// An error if the file is not as it was when opened.
-    pub(super) fn check(&self) -> io::Result<()> {
-        let now = FileState::of(&self.file.metadata()?);
-        match now == self.was {
-            true => Ok(()),
-            false => Err(io::Error::other(Changed {
-                was: self.was.len,
-                now: now.len,
-            })),
-        }
-    }
-
-    /// The error for a file found shorter than it was.
-    fn changed(&self) -> io::Result<io::Error> {
-        let now = self.file.metadata()?.len();
-        Ok(io::Error::other(Changed {
-            was: self.was.len,
-            now,
-        }))
-    }
-
-    /// The length the file had when opened.
-    pub(super) fn len(&self) -> u64 {
-        self.was.len
-    }
-}
-
-/// The bytes of a file from `at` to `end`, in order (see the module doc
-/// for the reads).
-struct FileRange {
-    file: Arc<Shared>,
-    at: u64,
-    end: u64,
-    checked: bool,
-}
-
-impl FileRange {
-    fn new(file: Arc<Shared>, at: u64, end: u64) -> FileRange {
-        FileRange {
-            file,
-            at,
-            end,
-            checked: false,
-        }
-    }
-}
-
-impl Read for FileRange {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self.end - self.at;
-        let want = buf.len().min(left.try_into().unwrap_or(usize::MAX));
-        if want == 0 {
-            if !buf.is_empty() && self.end == self.file.len() && !self.checked {
-                self.file.check()?;
-                self.checked = true;
-            }
-            return Ok(0);
-        }
-        let n = self.file.file.read_at(&mut buf[..want], self.at)?;
-        if n == 0 {
-            return Err(self.file.changed()?);
-        }
-        self.at += n as u64;
-        Ok(n)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,10 +315,7 @@ mod tests {
                 },
             );
         }
-        let file = Arc::new(Shared {
-            file,
-            was: FileState::of(&meta),
-        });
+        let file = Arc::new(Shared::new(file, &meta));
         let got = decoded(bzip2_pieces(Blocks::new(file, cuts)));
         let first = got.iter().zip(&text).position(|(a, b)| a != b);
         assert!(

@@ -27,10 +27,10 @@ pub(super) fn frame_starts(file: &File, len: u64) -> io::Result<Option<Vec<u64>>
     let mut starts = vec![0];
     let mut at = 0;
     while at < len {
-        let Some(next) = frame_end(file, at, len)? else {
+        let Some((next, skippable)) = frame_end(file, at, len)? else {
             return Ok(None);
         };
-        if at > 0 && read_u32(file, at, len)? == Some(FRAME) {
+        if at > 0 && !skippable {
             starts.push(at);
         }
         at = next;
@@ -39,13 +39,15 @@ pub(super) fn frame_starts(file: &File, len: u64) -> io::Result<Option<Vec<u64>>
 }
 
 /// The offset just past the frame (zstd or skippable) that starts at
-/// `at`, or `None` if no whole frame starts there.
-fn frame_end(file: &File, at: u64, len: u64) -> io::Result<Option<u64>> {
+/// `at`, and whether it is skippable; `None` if no whole frame starts
+/// there.
+fn frame_end(file: &File, at: u64, len: u64) -> io::Result<Option<(u64, bool)>> {
     let Some(magic) = read_u32(file, at, len)? else {
         return Ok(None);
     };
     if magic & !0xF == SKIPPABLE {
-        return Ok(read_u32(file, at + 4, len)?.map(|size| at + 8 + u64::from(size)));
+        let end = read_u32(file, at + 4, len)?.map(|size| at + 8 + u64::from(size));
+        return Ok(end.map(|end| (end, true)));
     }
     if magic != FRAME {
         return Ok(None);
@@ -74,7 +76,7 @@ fn frame_end(file: &File, at: u64, len: u64) -> io::Result<Option<u64>> {
     }
     let checksum = descriptor[0] & 0b100 != 0;
     let end = at + if checksum { 4 } else { 0 };
-    Ok((end <= len).then_some(end))
+    Ok((end <= len).then_some((end, false)))
 }
 
 /// The length of a frame's header after its magic number, from its
