@@ -1,12 +1,12 @@
-//! `ember-bench isolate`: word count, histogram and inverted index with
-//! their splits mapped in worker processes (`--isolate`,
-//! docs/isolation.md) against the same jobs in threads, in one run.
+//! `ember-bench isolate`: word count, inverted index (`--lines`), PCA,
+//! matrix multiply and histogram with their tasks done in worker processes
+//! (`--isolate`, docs/isolation.md) against the same commands in threads,
+//! in one run.
 //!
-//! Every contender is a child `ember` process: its CPU time, peak memory
-//! and page faults (`wait4`'s resource usage) cover the workers it
-//! started and reaped. Word count and inverted index run as `ember stream
-//! job`; histogram, whose records are binary, as `ember histogram` (its
-//! isolated mode maps the whole image in one worker process).
+//! Every contender is a child `ember` process running the workload's own
+//! command: its CPU time, peak memory and page faults (`wait4`'s resource
+//! usage) cover the workers it started and reaped. Histogram's isolated
+//! mode maps the whole image in one worker process.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -29,12 +29,18 @@ use crate::BenchArgs;
 #[command(mut_arg("threads", |a| a.help("Workers, threads or processes (default: all CPUs)")))]
 pub(crate) struct Args {
     /// Corpus size (word count's and inverted index's Zipf corpus).
-    #[arg(long, value_parser = parse_size, default_value = "128MiB")]
+    #[arg(long, value_parser = parse_size, default_value = "256MiB")]
     size: u64,
-    /// Split size of both modes of word count and inverted index
-    /// (default: the isolated mode's, fitted to the input).
+    /// Split size of both modes of word count and inverted index (default:
+    /// each mode's own, fitted to the input).
     #[arg(long, value_parser = parse_size)]
     split_size: Option<u64>,
+    /// Rows and columns of PCA's matrix.
+    #[arg(long, default_value_t = 1500)]
+    pca_n: u64,
+    /// Rows and columns of matrix multiply's two factors.
+    #[arg(long, default_value_t = 1024)]
+    matrix_n: u64,
     /// Rows of histogram's image (10240 pixels each; default: WORKLOADS.md's).
     #[arg(long, default_value_t = BmpSpec::default().height)]
     image_rows: u32,
@@ -84,25 +90,37 @@ pub(crate) fn run(a: Args) -> Result<()> {
         ..BmpSpec::default()
     };
     let image = inputs::bmp(image_spec).cached()?;
+    let matrix = |n: u64, seed: u64| -> Result<std::path::PathBuf> {
+        inputs::matrix(&inputs::factor(n, n, 1000, seed)?).cached()
+    };
+    let inputs = Inputs {
+        text,
+        pca: matrix(a.pca_n, 7)?,
+        factors: [matrix(a.matrix_n, 7)?, matrix(a.matrix_n, 8)?],
+        image,
+    };
     let workers = all_threads(a.bench.threads);
-    // Both modes cut the text alike, so that they differ in isolation only.
-    let split = a
-        .split_size
-        .unwrap_or_else(|| (a.size / (workers as u64 * 4)).clamp(1 << 20, 64 << 20));
-    let workloads = workloads(&text, &image, workers, split);
+    let workloads = workloads(&inputs, workers, a.split_size);
     let modes: Vec<_> = workloads.iter().flat_map(Workload::modes).collect();
     let contenders = modes.iter().map(|(name, args)| {
         let args = args.clone();
         Contender::new(name, move || child(&args))
     });
     let rows = measure(a.bench.runs, contenders.collect())?;
-    let (text_rows, image_rows) = rows.split_at(4);
+    let (text_rows, rest) = rows.split_at(4);
+    let (matrix_rows, image_rows) = rest.split_at(4);
     let mb = a.size as f64 / 1e6;
-    let title = format!(
-        "isolate: {mb:.0} MB of text, {workers} workers, splits of {:.1} MiB",
-        split as f64 / (1 << 20) as f64
-    );
+    let splits = match a.split_size {
+        Some(split) => format!("splits of {:.1} MiB", split as f64 / (1 << 20) as f64),
+        None => "each mode's splits".to_string(),
+    };
+    let title = format!("isolate: {mb:.0} MB of text, {workers} workers, {splits}");
     print_table(&title, mb, "MB", text_rows);
+    let title = format!(
+        "isolate: PCA of {0} x {0}, matrix multiply of {1} x {1}, {workers} workers",
+        a.pca_n, a.matrix_n
+    );
+    print_table(&title, 1.0, "runs", matrix_rows);
     let image_mb = image_spec.file_len() as f64 / 1e6;
     let title = format!("isolate: histogram of a {image_mb:.0} MB image, {workers} workers");
     print_table(&title, image_mb, "MB", image_rows);
@@ -135,34 +153,44 @@ fn print_profiles(modes: &[(String, Vec<OsString>)]) -> Result<()> {
     Ok(())
 }
 
-/// Word count and inverted index (`ember stream job`, over `text`, in
-/// splits of `split` bytes), then histogram (`ember histogram` of
-/// `image`), each with `workers` threads or processes.
-fn workloads(text: &Path, image: &Path, workers: usize, split: u64) -> Vec<Workload> {
-    let stream = |name: &'static str, job_args: &[&str]| {
-        let mut rest: Vec<OsString> = vec!["-t".into(), workers.to_string().into()];
-        rest.extend(["--split-size".into(), split.to_string().into()]);
-        rest.extend([text.as_os_str().to_owned(), "--".into()]);
-        rest.extend(job_args.iter().map(OsString::from));
+/// The bench's input files.
+struct Inputs {
+    text: std::path::PathBuf,
+    pca: std::path::PathBuf,
+    factors: [std::path::PathBuf; 2],
+    image: std::path::PathBuf,
+}
+
+/// Word count and inverted index by lines (over the text, in splits of
+/// `split` bytes if given), PCA, matrix multiply, then histogram, each
+/// its workload's command with `workers` threads or processes.
+fn workloads(inputs: &Inputs, workers: usize, split: Option<u64>) -> Vec<Workload> {
+    let command = |name: &'static str, words: &[&str], files: &[&Path], text: bool| {
+        let mut rest: Vec<OsString> = files.iter().map(|f| f.as_os_str().to_owned()).collect();
+        rest.extend(["-t".into(), workers.to_string().into()]);
+        if let Some(split) = split.filter(|_| text) {
+            rest.extend(["--split-size".into(), split.to_string().into()]);
+        }
         Workload {
             name,
-            command: ["stream", "job", name].map(OsString::from).into(),
+            command: words.iter().map(OsString::from).collect(),
             rest,
         }
     };
-    let histogram = Workload {
-        name: "histogram",
-        command: vec!["histogram".into()],
-        rest: vec![
-            image.as_os_str().to_owned(),
-            "-t".into(),
-            workers.to_string().into(),
-        ],
-    };
+    let [a, b] = &inputs.factors;
+    let mut lines = command(
+        "inverted-index",
+        &["inverted-index", "--lines"],
+        &[&inputs.text],
+        true,
+    );
+    lines.name = "inverted-index --lines";
     vec![
-        stream("wordcount", &[]),
-        stream("inverted-index", &["--doc", "d"]),
-        histogram,
+        command("wordcount", &["wordcount"], &[&inputs.text], true),
+        lines,
+        command("pca", &["pca"], &[&inputs.pca], false),
+        command("matrix-multiply", &["matrix-multiply"], &[a, b], false),
+        command("histogram", &["histogram"], &[&inputs.image], false),
     ]
 }
 

@@ -1,6 +1,6 @@
 //! `--isolate` on the workload commands: the command's job, taken from the
 //! built-in streaming registry by name, runs through [`ember::isolate::run`]
-//! (every split mapped in a worker process of its own, docs/isolation.md),
+//! (every split mapped in worker processes, docs/isolation.md),
 //! and its reduced `key<TAB>output` lines come back decoded as the typed
 //! pairs the command's thread mode has, which the command prints with its
 //! own output code. One adaptor for every command: a command only turns
@@ -22,10 +22,10 @@ use crate::hdfs;
 /// The options of a command that can run its job isolated.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct IsolateArgs {
-    /// Map every split and reduce every key range in a worker process of
-    /// its own (--threads of them at once): a job that crashes costs a
-    /// retry of its task, not the run (docs/isolation.md). The output is
-    /// the thread mode's.
+    /// Map every split and reduce every key range in worker processes
+    /// (--threads of them, each started once and given task after task):
+    /// a job that crashes costs a retry of its task, not the run
+    /// (docs/isolation.md). The output is the thread mode's.
     #[arg(long)]
     pub(crate) isolate: bool,
     /// With --isolate: further attempts of a task whose worker died.
@@ -59,12 +59,63 @@ pub(crate) fn run<K: Text + Ord, V: Text>(
     args: &[String],
     files: &[PathBuf],
 ) -> Result<Isolated<K, V>> {
-    run_past_header(run, iso, job, args, files, 0)
+    run_past_header(&mut Session::one_run(), run, iso, job, args, files, 0)
 }
 
-/// As [`run`], over the bytes of each file after its first `header`
-/// bytes (an ember matrix file's values).
+/// Worker processes for the isolated runs of one command: started by its
+/// first run and, for a command of several runs (PCA's two jobs, k-means'
+/// iterations), kept for the next (ended when the value is dropped).
+pub(crate) struct Session {
+    workers: Option<isolate::Workers>,
+    /// Whether the workers stay after a run.
+    keep: bool,
+}
+
+impl Session {
+    /// Workers for one run, ended when it ends (their stats in its report).
+    pub(crate) fn one_run() -> Session {
+        Session {
+            workers: None,
+            keep: false,
+        }
+    }
+
+    /// Workers kept from one run to the next.
+    pub(crate) fn kept() -> Session {
+        Session {
+            workers: None,
+            keep: true,
+        }
+    }
+
+    /// Runs the registry's job on the session's workers, started with
+    /// `opts` if there are none yet.
+    fn run(
+        &mut self,
+        opts: isolate::Options,
+        job: &str,
+        args: &[String],
+        files: &[PathBuf],
+        out: &mut dyn Write,
+    ) -> Result<Report> {
+        let registry = ember_apps::stream::registry();
+        let workers = match &mut self.workers {
+            Some(workers) => workers,
+            None => self.workers.insert(isolate::Workers::new(opts)?),
+        };
+        let mut report = workers.run(&registry, job, args, files, out)?;
+        if !self.keep {
+            let workers = self.workers.take().expect("started above");
+            report.workers.extend(workers.finish());
+        }
+        Ok(report)
+    }
+}
+
+/// As [`run`], on the workers of `session`, over the bytes of each file
+/// after its first `header` bytes (an ember matrix file's values).
 pub(crate) fn run_past_header<K: Text + Ord, V: Text>(
+    session: &mut Session,
     run: &RunArgs,
     iso: &IsolateArgs,
     job: &str,
@@ -81,7 +132,7 @@ pub(crate) fn run_past_header<K: Text + Ord, V: Text>(
         mut stats,
         run,
         lines,
-    } = run_into(run, iso, job, args, input, &mut out)?;
+    } = run_into(session, run, iso, job, args, input, &mut out)?;
     let mut pairs = decode::<K, V>(&out)?;
     pairs.sort_by(|a, b| a.0.cmp(&b.0));
     stats.distinct_keys = pairs.len() as u64;
@@ -111,9 +162,10 @@ pub(crate) struct Files<'a> {
     pub(crate) header: u64,
 }
 
-/// Runs the registry's job as [`run`] does, but writes its reduce's output
-/// to `out` as it is (sort's records).
+/// Runs the registry's job as [`run`] does, on the workers of `session`,
+/// but writes its reduce's output to `out` as it is (sort's records).
 pub(crate) fn run_into(
+    session: &mut Session,
     run: &RunArgs,
     iso: &IsolateArgs,
     job: &str,
@@ -137,8 +189,7 @@ pub(crate) fn run_into(
     // Worker processes are made: a signal kills and reaps them first.
     ember_cli::output::watch()?;
     let started = Instant::now();
-    let registry = ember_apps::stream::registry();
-    let report = isolate::run(&registry, job, args, files, &opts, out)?;
+    let report = session.run(opts.clone(), job, args, files, out)?;
     let mut stats = Stats::default();
     stats.threads = opts.workers;
     stats.input_parts = files.len();
@@ -282,9 +333,9 @@ fn decode<K: Text, V: Text>(lines: &[u8]) -> Result<Vec<(K, V)>> {
     Ok(pairs)
 }
 
-/// Every worker process of an isolated run, on standard error: its task
-/// (a split or a key range), attempt, how it died if it did, peak RSS and
-/// page faults.
+/// An isolated run on standard error: its tasks, every task attempt its
+/// worker died on, and every worker process (the tasks it did, how it
+/// died if it did, peak RSS and page faults).
 pub(crate) fn print_report(report: &Report) {
     eprintln!(
         "splits {}, key ranges {}, worker processes {}, retries {}, page faults {} minor, {} major, channels on disk {} of {}",
@@ -297,11 +348,18 @@ pub(crate) fn print_report(report: &Report) {
         report.disk_channels,
         report.splits + report.partitions
     );
+    for t in report.tasks.iter().filter(|t| t.death.is_some()) {
+        let death = t.death.map(|d| d.to_string()).unwrap_or_default();
+        eprintln!(
+            "  {} attempt {}: worker pid {} {death}",
+            t.task, t.attempt, t.pid
+        );
+    }
     for w in &report.workers {
         let death = w.death.map_or_else(|| "ok".to_string(), |d| d.to_string());
         eprintln!(
-            "  pid {} {} attempt {}: {death}, peak RSS {} KiB, faults {} minor, {} major",
-            w.pid, w.task, w.attempt, w.peak_rss_kib, w.minor_faults, w.major_faults
+            "  pid {}: {} tasks, {death}, peak RSS {} KiB, faults {} minor, {} major",
+            w.pid, w.tasks, w.peak_rss_kib, w.minor_faults, w.major_faults
         );
     }
 }

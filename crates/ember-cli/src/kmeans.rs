@@ -110,6 +110,7 @@ fn finish(a: &Args, c: &Clustering, rows: usize, stats: &Stats, run: &RunArgs) -
 /// parent writes to a temporary file.
 fn clustered_isolated(a: &Args, points: &Matrix<'_>) -> Result<(Clustering, Stats, RunArgs)> {
     let means_file = isolated::JobFile::new()?;
+    let mut session = isolated::Session::kept();
     let job_args = ["--means".to_string(), means_file.name().to_string()];
     let files = [a.file.clone()];
     let (mut total, mut run) = (Stats::default(), a.run.clone());
@@ -120,6 +121,7 @@ fn clustered_isolated(a: &Args, points: &Matrix<'_>) -> Result<(Clustering, Stat
         |means| -> Result<Vec<(usize, ClusterSum)>> {
             means_file.write(&means_text(means, points.cols))?;
             let iso = isolated::run_past_header::<u32, ClusterSum>(
+                &mut session,
                 &a.run,
                 &a.isolate,
                 "kmeans-rows",

@@ -85,8 +85,15 @@ fn isolated(a: &Args, m: &Matrix<'_>) -> Result<(Pca, Stats, RunArgs)> {
     let matrix = isolated::path_arg(&a.file)?;
     let header = HEADER_BYTES as u64;
     let job_args = ["--matrix".to_string(), matrix];
+    let mut session = isolated::Session::kept();
     let sums = isolated::run_past_header::<u32, i64>(
-        &a.run, &a.isolate, "pca-mean", &job_args, &files, header,
+        &mut session,
+        &a.run,
+        &a.isolate,
+        "pca-mean",
+        &job_args,
+        &files,
+        header,
     )?;
     let sums_file = isolated::JobFile::new()?;
     let mut text = String::new();
@@ -97,7 +104,13 @@ fn isolated(a: &Args, m: &Matrix<'_>) -> Result<(Pca, Stats, RunArgs)> {
     let sums_args = ["--sums".to_string(), sums_file.name().to_string()];
     let job_args = [job_args, sums_args].concat();
     let cov = isolated::run_past_header::<RowIndex, Vec<f64>>(
-        &a.run, &a.isolate, "pca-cov", &job_args, &files, header,
+        &mut session,
+        &a.run,
+        &a.isolate,
+        "pca-cov",
+        &job_args,
+        &files,
+        header,
     )?;
     let rows = |n: usize| n == m.rows;
     anyhow::ensure!(

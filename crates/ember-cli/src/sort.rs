@@ -71,8 +71,15 @@ fn isolated(a: Args) -> Result<()> {
     };
     // The output appears only once whole (see `output`).
     let mut w = output::create(&a.out)?;
-    let isolated::Ran { stats, run, .. } =
-        isolated::run_into(&a.run, &a.isolate, "sort", &[], input, &mut w)?;
+    let isolated::Ran { stats, run, .. } = isolated::run_into(
+        &mut isolated::Session::one_run(),
+        &a.run,
+        &a.isolate,
+        "sort",
+        &[],
+        input,
+        &mut w,
+    )?;
     w.finish()?;
     eprintln!(
         "# {} records sorted in {:.3} s (isolated, written as the reduce workers' outputs were read)",

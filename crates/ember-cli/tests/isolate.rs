@@ -103,14 +103,16 @@ fn binary_inputs(dir: &Path, kind: &str) -> Vec<PathBuf> {
     files
 }
 
-/// The isolated workers still running with an input under `dir`.
-fn workers_on(dir: &Path) -> Vec<String> {
-    let marker = format!("mapreduce_map_input_file={}", dir.display());
+/// The isolated workers of the process `parent`.
+fn workers_of(parent: u32) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        let env = String::from_utf8_lossy(&env);
-        if env.contains("EMBER_ISOLATE_WORKER=") && env.contains(&marker) {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let ppid = stat.rsplit(") ").next().and_then(|s| s.split(' ').nth(1));
+        if String::from_utf8_lossy(&env).contains("EMBER_ISOLATE_WORKER=")
+            && ppid == Some(&parent.to_string())
+        {
             found.push(entry.file_name().to_string_lossy().into_owned());
         }
     }
@@ -134,8 +136,7 @@ fn assert_no_orphans() {
 }
 
 /// Isolated workers, map or reduce, whose parent is not the program they
-/// run: workers a command that ended left behind (a reduce worker has no
-/// input file in its environment for [`workers_on`] to find).
+/// run: workers a command that ended left behind.
 fn orphans() -> Vec<String> {
     let exe = |pid: &str| std::fs::read_link(format!("/proc/{pid}/exe")).ok();
     let mut found = Vec::new();
@@ -205,7 +206,6 @@ fn every_streaming_job_isolated_equals_threads() {
                     got, want,
                     "{name} isolated: {workers} workers, splits of {split}"
                 );
-                assert_eq!(workers_on(dir.path()), Vec::<String>::new());
                 assert_no_orphans();
             }
         }
@@ -295,14 +295,24 @@ fn isolated_workers_report_their_stats() {
     assert!(stderr.starts_with("splits "), "{stderr}");
     assert!(stderr.contains("key ranges 2,"), "{stderr}");
     assert!(stderr.contains("retries 0"), "{stderr}");
-    assert!(
-        stderr.contains("map split 0 attempt 0: ok, peak RSS "),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("reduce key range 1 attempt 0: ok, peak RSS "),
-        "{stderr}"
-    );
+    assert!(stderr.contains("worker processes 2,"), "{stderr}");
+    let workers = stderr
+        .lines()
+        .filter(|l| l.contains(" tasks, ok, peak RSS "));
+    let tasks: usize = workers
+        .map(|l| {
+            l.split(": ")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum();
+    let splits: usize = stderr[7..].split(',').next().unwrap().parse().unwrap();
+    assert_eq!(tasks, splits + 2, "{stderr}");
 }
 
 #[test]
@@ -430,7 +440,6 @@ fn every_command_isolated_equals_threads() {
                     String::from_utf8_lossy(&[&got.0[..], &got.1].concat()),
                     String::from_utf8_lossy(&[&want.0[..], &want.1].concat()),
                 );
-                assert_eq!(workers_on(dir.path()), Vec::<String>::new());
                 assert_no_orphans();
             }
         }
@@ -499,7 +508,6 @@ fn isolated_kmeans_equals_threads() {
                     got == want,
                     "{points:?} isolated, {workers} workers, splits of {split}:\n{got:?}\n{want:?}"
                 );
-                assert_eq!(workers_on(dir.path()), Vec::<String>::new());
                 assert_no_orphans();
             }
         }
@@ -584,7 +592,7 @@ fn options_an_isolated_run_cannot_honour_are_one_line_errors() {
 /// a time, and SIGKILLs a worker mid-run: the command's standard error and
 /// exit status, or `None` if the run ended before a worker could be
 /// killed.
-fn kill_a_worker(dir: &Path, files: &[PathBuf], out: &Path) -> Option<(String, bool)> {
+fn kill_a_worker(files: &[PathBuf], out: &Path) -> Option<(String, bool)> {
     let mut child = ember()
         .args(["wordcount", "--isolate", "--retries", "0", "-t", "1"])
         .args(["--split-size", "64", "-o"])
@@ -595,7 +603,7 @@ fn kill_a_worker(dir: &Path, files: &[PathBuf], out: &Path) -> Option<(String, b
         .unwrap();
     let mut killed = false;
     while !killed && child.try_wait().unwrap().is_none() {
-        for pid in workers_on(dir) {
+        for pid in workers_of(child.id()) {
             let pid: libc::pid_t = pid.parse().unwrap();
             // SAFETY: `kill` has no memory preconditions; the pid is one of
             // this test's isolated workers.
@@ -618,12 +626,11 @@ fn a_killed_worker_fails_the_command_with_one_line_and_leaves_nothing() {
     let shm_before = shm();
     // A worker found in /proc may end before the signal lands: try again.
     let (stderr, _) = (0..5)
-        .find_map(|_| kill_a_worker(dir.path(), &text, &out).filter(|(_, succeeded)| !succeeded))
+        .find_map(|_| kill_a_worker(&text, &out).filter(|(_, succeeded)| !succeeded))
         .expect("no run with a worker killed");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("SIGKILL"), "{stderr}");
     assert!(stderr.contains(dir.path().to_str().unwrap()), "{stderr}");
-    assert_eq!(workers_on(dir.path()), Vec::<String>::new());
     assert_no_orphans();
     assert_eq!(shm(), shm_before);
     assert_eq!(support::names(dir.path()), names_before);

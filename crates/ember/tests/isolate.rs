@@ -21,6 +21,9 @@ use ember::{
 /// Set in the environment of this test re-executed as a parent whose
 /// isolated run hangs, for the SIGTERM test.
 const PARENT_ENV: &str = "EMBER_ISOLATE_TEST_PARENT";
+/// The folder where a worker that hangs leaves a file named by its pid
+/// (`hanging-PID`) first, for a test to find it.
+const MARKS_ENV: &str = "EMBER_ISOLATE_TEST_MARKS";
 
 /// What the faulty job does on its chosen split.
 #[derive(Debug, Clone, Copy)]
@@ -52,7 +55,13 @@ fn strike(fault: Fault) -> MapResult {
         }
         // SAFETY: `abort` has no preconditions.
         Fault::Abort => unsafe { libc::abort() },
-        Fault::Hang => std::thread::sleep(Duration::from_secs(60)),
+        Fault::Hang => {
+            if let Some(marks) = std::env::var_os(MARKS_ENV) {
+                let mark = Path::new(&marks).join(format!("hanging-{}", std::process::id()));
+                std::fs::write(mark, b"").expect("the marks folder is writable");
+            }
+            std::thread::sleep(Duration::from_secs(60))
+        }
         Fault::Malformed => return Err(Malformed::new(0, "a bad record")),
     }
     Ok(())
@@ -145,15 +154,24 @@ fn registry() -> Registry {
 
 fn main() {
     isolate::worker_hook(&registry());
+    let marks = tempfile::tempdir().unwrap();
+    if std::env::var_os(MARKS_ENV).is_none() {
+        // Set before any thread starts; the workers inherit it.
+        std::env::set_var(MARKS_ENV, marks.path());
+    }
     if let Some(dir) = std::env::var_os(PARENT_ENV) {
         let files = inputs(Path::new(&dir));
         let _ = run(&["faulty", "hang", "a.txt"], &files, 2, Some(4 << 10), 1);
         return;
     }
-    let tests: [(&str, fn()); 11] = [
+    let tests: [(&str, fn()); 12] = [
         (
             "isolated_output_is_the_plain_output",
             isolated_output_is_the_plain_output,
+        ),
+        (
+            "workers_are_kept_from_run_to_run",
+            workers_are_kept_from_run_to_run,
         ),
         (
             "channels_past_the_memory_limit_are_kept_on_disk",
@@ -353,21 +371,58 @@ fn isolated_output_is_the_plain_output() {
         for split in [Some(997), Some(16 << 10), None] {
             let (got, report) = clean(|| run(&["words"], &files, workers, split, 1)).unwrap();
             assert_eq!(got, want, "{workers} workers, splits of {split:?}");
-            assert_eq!(report.workers.len(), report.splits + report.partitions);
+            assert_eq!(report.tasks.len(), report.splits + report.partitions);
             assert!(report.partitions <= workers, "{workers}: {report:?}");
             assert_eq!(report.partitions > 1, workers > 1, "{report:?}");
             let reducers = report
-                .workers
+                .tasks
                 .iter()
-                .filter(|w| matches!(w.task, Task::Reduce { .. }));
+                .filter(|t| matches!(t.task, Task::Reduce { .. }));
             assert_eq!(reducers.count(), report.partitions);
             assert_eq!(report.retries(), 0);
+            // Each worker is started once and does task after task.
+            let started = report.workers.len();
+            assert!(started >= 1 && started <= workers, "{report:?}");
+            let done: usize = report.workers.iter().map(|w| w.tasks).sum();
+            assert_eq!(done, report.tasks.len(), "{report:?}");
             assert!(report
                 .workers
                 .iter()
                 .all(|w| w.death.is_none() && w.peak_rss_kib > 0));
         }
     }
+}
+
+fn workers_are_kept_from_run_to_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    let want = plain(&files, 2);
+    let opts = Options {
+        workers: 2,
+        split_size: Some(8 << 10),
+        ..Options::default()
+    };
+    let (ended, pids, tasks) = clean(|| {
+        let mut workers = isolate::Workers::new(opts).unwrap();
+        let (mut tasks, mut pids) = (0, std::collections::BTreeSet::new());
+        for _ in 0..3 {
+            let mut out = Vec::new();
+            let report = workers
+                .run(&registry(), "words", &[], &files, &mut out)
+                .unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), want);
+            assert!(report.splits > 2, "{report:?}");
+            assert!(report.workers.is_empty(), "none ended: {report:?}");
+            tasks += report.tasks.len();
+            pids.extend(report.tasks.iter().map(|t| t.pid));
+        }
+        (workers.finish(), pids, tasks)
+    });
+    assert!(pids.len() <= 2, "two processes did every task: {pids:?}");
+    let ended_pids: std::collections::BTreeSet<u32> = ended.iter().map(|w| w.pid).collect();
+    assert_eq!(ended_pids, pids);
+    assert_eq!(ended.iter().map(|w| w.tasks).sum::<usize>(), tasks);
+    assert!(ended.iter().all(|w| w.death.is_none()), "{ended:?}");
 }
 
 fn channels_past_the_memory_limit_are_kept_on_disk() {
@@ -412,8 +467,10 @@ fn a_transient_crash_is_retried() {
         let (got, report) = clean(|| run(&args, &files, 2, Some(8 << 10), 1)).unwrap();
         assert_eq!(got, want, "{how}");
         assert_eq!(report.retries(), 1, "{how}");
-        let deaths: Vec<_> = report.workers.iter().filter_map(|w| w.death).collect();
+        let deaths: Vec<_> = report.tasks.iter().filter_map(|t| t.death).collect();
         assert_eq!(deaths, [Death::Signal(signal)], "{how}");
+        let died: Vec<_> = report.workers.iter().filter_map(|w| w.death).collect();
+        assert_eq!(died, [Death::Signal(signal)], "{how}");
     }
 }
 
@@ -459,31 +516,24 @@ fn a_job_error_is_not_retried() {
     );
 }
 
-/// The worker of `dir`'s a.txt's first split, a child of `parent`, once it
-/// runs (it hangs there).
-fn hanging_worker(parent: u32, dir: &Path) -> u32 {
-    let wanted = [
-        format!("mapreduce_map_input_file={}", dir.join("a.txt").display()),
-        "mapreduce_map_input_start=0".to_string(),
-    ];
-    worker_with(parent, &wanted)
-}
-
-/// The worker, a child of `parent`, whose environment has every variable
-/// setting of `wanted`, once it runs.
-fn worker_with(parent: u32, wanted: &[String]) -> u32 {
+/// The worker, a child of `parent`, that hangs in its task, once it does
+/// (its mark in the marks folder, [`MARKS_ENV`]).
+fn hanging_worker(parent: u32) -> u32 {
+    let marks = std::env::var_os(MARKS_ENV).expect("set in main");
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
-        for (pid, _) in processes().into_iter().filter(|&(_, p)| p == parent) {
-            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            let env: Vec<&[u8]> = env.split(|&b| b == 0).collect();
-            if wanted.iter().all(|w| env.contains(&w.as_bytes())) {
+        for entry in std::fs::read_dir(&marks).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix("hanging-").and_then(|p| p.parse().ok()) else {
+                continue;
+            };
+            if stat_field(pid, 1).and_then(|p| p.parse().ok()) == Some(parent) {
                 return pid;
             }
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    panic!("no worker with {wanted:?}");
+    panic!("no hanging worker of {parent}");
 }
 
 fn a_worker_killed_mid_run_is_retried() {
@@ -501,7 +551,7 @@ fn a_worker_killed_mid_run_is_retried() {
                     1,
                 )
             });
-            let pid = hanging_worker(std::process::id(), dir.path());
+            let pid = hanging_worker(std::process::id());
             // SAFETY: `kill` has no memory-safety preconditions.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
             run.join().unwrap()
@@ -509,7 +559,7 @@ fn a_worker_killed_mid_run_is_retried() {
     })
     .unwrap();
     assert_eq!(got, want);
-    let deaths: Vec<_> = report.workers.iter().filter_map(|w| w.death).collect();
+    let deaths: Vec<_> = report.tasks.iter().filter_map(|t| t.death).collect();
     assert_eq!(deaths, [Death::Signal(libc::SIGKILL)]);
 }
 
@@ -523,9 +573,9 @@ fn a_transient_reduce_crash_is_retried() {
         assert_eq!(got, want, "{how}");
         assert_eq!(report.retries(), 1, "{how}");
         let deaths: Vec<_> = report
-            .workers
+            .tasks
             .iter()
-            .filter_map(|w| Some((w.task, w.death?)))
+            .filter_map(|t| Some((t.task, t.death?)))
             .collect();
         let range_1 = Task::Reduce { partition: 1 };
         assert_eq!(deaths, [(range_1, Death::Signal(signal))], "{how}");
@@ -568,11 +618,7 @@ fn a_reduce_worker_killed_mid_run_is_retried() {
     let (got, report) = clean(|| {
         std::thread::scope(|s| {
             let run = s.spawn(|| run(&args, &files, 2, Some(8 << 10), 1));
-            let wanted = [
-                "mapreduce_task_partition=0".to_string(),
-                format!("{ATTEMPT_ENV}=0"),
-            ];
-            let pid = worker_with(std::process::id(), &wanted);
+            let pid = hanging_worker(std::process::id());
             // SAFETY: `kill` has no memory-safety preconditions.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
             run.join().unwrap()
@@ -581,9 +627,9 @@ fn a_reduce_worker_killed_mid_run_is_retried() {
     .unwrap();
     assert_eq!(got, want);
     let deaths: Vec<_> = report
-        .workers
+        .tasks
         .iter()
-        .filter_map(|w| Some((w.task, w.death?)))
+        .filter_map(|t| Some((t.task, t.death?)))
         .collect();
     let range_0 = Task::Reduce { partition: 0 };
     assert_eq!(deaths, [(range_0, Death::Signal(libc::SIGKILL))]);
@@ -637,7 +683,7 @@ fn a_killed_parent_leaves_no_worker() {
         .env(PARENT_ENV, dir.path())
         .spawn()
         .unwrap();
-    let hanging = hanging_worker(parent.id(), dir.path());
+    let hanging = hanging_worker(parent.id());
     let workers: Vec<u32> = processes()
         .into_iter()
         .filter(|&(_, p)| p == parent.id())

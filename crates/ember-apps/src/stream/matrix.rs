@@ -197,6 +197,12 @@ impl<J: RowMap> StreamJob for EachRow<J> {
         Records::Fixed(self.job.row_bytes())
     }
 
+    /// Every key is one row, numbered from the split's start: a split's
+    /// lines are final, and the splits' follow each other in row order.
+    fn map_only(&self) -> bool {
+        true
+    }
+
     fn map(
         &self,
         _runtime: &Runtime,

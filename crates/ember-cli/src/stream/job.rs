@@ -1,6 +1,6 @@
 //! `ember stream job`: a built-in job over files, in this process's
 //! threads or, with `--isolate`, with every split mapped and every key
-//! range reduced in a worker process of its own
+//! range reduced in worker processes
 //! ([`Runtime::run_registered`], docs/isolation.md).
 
 use std::io::{BufWriter, Write};
@@ -24,8 +24,9 @@ pub(crate) struct Args {
     /// `_`) or quoted glob patterns such as 'logs/*.txt'.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// Map every split and reduce every key range in a worker process of
-    /// its own: a job that crashes costs a retry of its task, not the run.
+    /// Map every split and reduce every key range in worker processes
+    /// (each started once, task after task): a job that crashes costs a
+    /// retry of its task, not the run.
     /// A map worker sees Hadoop's
     /// mapreduce_map_input_file, so inverted-index names each file's
     /// documents by the file without --doc.

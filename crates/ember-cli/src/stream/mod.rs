@@ -34,7 +34,7 @@ pub(crate) enum Stream {
     /// `key<TAB>value` lines by key, one reducer process per partition.
     Run(run::Args),
     /// Run a built-in job over files in this process, or with --isolate
-    /// each split mapped in a worker process of its own (a crash is
+    /// each split mapped in worker processes (a crash is
     /// retried, then named); `key<TAB>output` lines on standard output.
     Job(job::Args),
 }

@@ -7,23 +7,26 @@
 //! The plan of [`run`]:
 //!
 //! - the files are cut into splits at line boundaries ([`splits`]);
-//! - a split is mapped by a fresh process: the current program
-//!   re-executed in the worker role, which [`worker_hook`] at the top of
-//!   its `main` recognizes; the worker finds the job in the same
+//! - at most [`Options::workers`] worker processes are started, each
+//!   once: the current program re-executed in the worker role, which
+//!   [`worker_hook`] at the top of its `main` recognizes; a worker then
+//!   does task after task as the parent sends them down a socket;
+//! - a split is mapped by a worker: it finds the job in the same
 //!   [`Registry`] by name, maps its byte range of the file (memory-mapped
 //!   read-only: every worker shares the page cache's copy of the input)
 //!   with the job's own containers and combiner, and writes the partial
-//!   aggregates, sorted by key, to its channel: a memfd (shared memory
-//!   that grows as it is written, freed when the last descriptor closes);
-//! - at most [`Options::workers`] workers run at once; one that dies is
-//!   seen at once (a thread per worker waits for it), and its task is
-//!   retried on a fresh process up to [`Options::retries`] times, then
-//!   the run fails with [`Error::WorkerDied`] naming the split (or
+//!   aggregates, sorted by key, to the task's channel: a memfd (shared
+//!   memory that grows as it is written, freed when the last descriptor
+//!   closes);
+//! - a worker that dies is seen at once (a thread per worker reads its
+//!   replies, and its pipe closes when it dies), and its task is retried
+//!   on a fresh process up to [`Options::retries`] times, then the run
+//!   fails with [`Error::WorkerDied`] naming the split (or
 //!   [`Error::ReducerDied`] naming the key range);
 //! - the keys are cut into up to [`Options::workers`] ranges of about
 //!   equal bytes ([`partition`]); a range's lines are a byte range of each
 //!   map channel (the channel of that mapper and reducer), which a reduce
-//!   worker, another re-execution, merges and reduces with the job's
+//!   task, on the same workers, merges and reduces with the job's
 //!   `reduce` into a channel of its own;
 //! - the parent writes the reduce channels out in key order.
 //!
@@ -70,7 +73,7 @@ pub struct Options {
     pub workers: usize,
     /// Further attempts of a split whose worker died (default 1).
     pub retries: u32,
-    /// Target split size in bytes (default: the input over four splits a
+    /// Target split size in bytes (default: the input over two splits a
     /// worker, between 1 MiB and 64 MiB).
     pub split_size: Option<u64>,
     /// Bytes at the start of every file that are not input (a header,
@@ -145,17 +148,29 @@ impl std::fmt::Display for Task {
     }
 }
 
-/// One worker process: its task and what it cost.
+/// One attempt at a task: the worker process that did it, and how it
+/// ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkerStats {
-    /// The process id.
+pub struct TaskRun {
+    /// The worker process's id.
     pub pid: u32,
     /// The split it mapped or the key range it reduced.
     pub task: Task,
     /// 0 for the first attempt at the task, 1 for its first retry, ...
     pub attempt: u32,
-    /// How it died, if it did (`None`: it did its task, or its job
-    /// returned an error).
+    /// How its worker died during it, if it did (`None`: the task is done,
+    /// or its job returned an error).
+    pub death: Option<crate::error::Death>,
+}
+
+/// One worker process: the tasks it did and what it cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// The process id.
+    pub pid: u32,
+    /// The tasks it finished.
+    pub tasks: usize,
+    /// How it died, if it did (`None`: it exited when its tasks ended).
     pub death: Option<crate::error::Death>,
     /// Its peak resident set, in KiB (`ru_maxrss`).
     pub peak_rss_kib: u64,
@@ -165,15 +180,19 @@ pub struct WorkerStats {
     pub major_faults: u64,
 }
 
-/// What an isolated run did: every worker process, in the order they ended.
+/// What an isolated run did: every attempt at a task, and every worker
+/// process that ended.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
     /// The splits the input was cut into.
     pub splits: usize,
-    /// The key ranges the reduce was cut into, one reduce worker each.
+    /// The key ranges the reduce was cut into, one reduce task each.
     pub partitions: usize,
-    /// Every worker process started: the map workers, then the reduce
-    /// workers.
+    /// Every attempt at a task, in the order they ended: the map tasks,
+    /// then the reduce tasks.
+    pub tasks: Vec<TaskRun>,
+    /// The worker processes that ended during the run: those that died,
+    /// and, from [`run`] (or [`Workers::finish`]), every one.
     pub workers: Vec<WorkerStats>,
     /// The channels of finished tasks kept on disk, past the memory limit
     /// ([`Options::memory_limit`]), of `splits + partitions`.
@@ -186,15 +205,15 @@ pub struct Report {
 impl Report {
     /// Tasks done again because their worker died.
     pub fn retries(&self) -> usize {
-        self.workers.iter().filter(|w| w.attempt > 0).count()
+        self.tasks.iter().filter(|t| t.attempt > 0).count()
     }
 
-    /// Minor page faults of all the workers.
+    /// Minor page faults of the workers.
     pub fn minor_faults(&self) -> u64 {
         self.workers.iter().map(|w| w.minor_faults).sum()
     }
 
-    /// Major page faults of all the workers.
+    /// Major page faults of the workers.
     pub fn major_faults(&self) -> u64 {
         self.workers.iter().map(|w| w.major_faults).sum()
     }
@@ -226,38 +245,91 @@ pub fn run(
     opts: &Options,
     out: &mut dyn Write,
 ) -> Result<Report> {
-    if opts.workers == 0 {
-        return Err(Error::Config("workers must be at least 1".into()));
+    let mut workers = Workers::new(opts.clone())?;
+    let mut report = workers.run(registry, name, args, files, out)?;
+    report.workers.extend(workers.finish());
+    Ok(report)
+}
+
+/// Worker processes kept from one isolated run to the next (k-means'
+/// iterations): each run is [`run`]'s, but the processes it starts stay
+/// for the next one, until [`Workers::finish`] (or the value is dropped,
+/// which kills them).
+pub struct Workers {
+    pool: supervise::Pool,
+    opts: Options,
+}
+
+impl std::fmt::Debug for Workers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workers").field("opts", &self.opts).finish()
     }
-    let job = registry.job(name, args)?;
-    let mut splits = splits::cut(files, opts, splits::Boundary::of(job.as_ref()))?;
-    let lines = match job.numbers_lines() {
-        true => Some(splits::number_lines(&mut splits, opts.header)?),
-        false => None,
-    };
-    let program = std::env::current_exe().map_err(|e| Error::io("<current executable>", e))?;
-    let launch = spawn::Launch {
-        program,
-        job: name.to_owned(),
-        args: args.to_vec(),
-    };
-    let store = opts.store()?;
-    let (channels, mut workers) = supervise::run_all(&launch, &splits, opts, &store, &[])?;
-    let partitions = partitions(&channels, opts.workers)?;
-    let (outputs, reducers) = supervise::run_all(&launch, &partitions, opts, &store, &channels)?;
-    workers.extend(reducers);
-    for output in &outputs {
-        out.write_all(&output.map()?)
-            .map_err(|e| Error::io("<output>", e))?;
+}
+
+impl Workers {
+    /// No workers yet: each run starts what it needs, up to
+    /// [`Options::workers`] at once.
+    pub fn new(opts: Options) -> Result<Workers> {
+        if opts.workers == 0 {
+            return Err(Error::Config("workers must be at least 1".into()));
+        }
+        let program = std::env::current_exe().map_err(|e| Error::io("<current executable>", e))?;
+        let pool = supervise::Pool::new(spawn::Launch { program }, opts.workers);
+        Ok(Workers { pool, opts })
     }
-    let all = channels.iter().chain(&outputs);
-    Ok(Report {
-        splits: splits.len(),
-        partitions: partitions.len(),
-        workers,
-        disk_channels: all.filter(|c| c.on_disk()).count(),
-        lines,
-    })
+
+    /// Runs the job `name` of `registry` as [`run`] does, on these
+    /// workers.
+    pub fn run(
+        &mut self,
+        registry: &Registry,
+        name: &str,
+        args: &[String],
+        files: &[PathBuf],
+        out: &mut dyn Write,
+    ) -> Result<Report> {
+        let opts = &self.opts;
+        let job = registry.job(name, args)?;
+        let mut splits = splits::cut(files, opts, splits::Boundary::of(job.as_ref()))?;
+        let lines = match job.numbers_lines() {
+            true => Some(splits::number_lines(&mut splits, opts.header)?),
+            false => None,
+        };
+        let call = supervise::JobCall { name, args };
+        let store = opts.store()?;
+        let (channels, mut tasks) = self.pool.run_all(&call, &splits, opts, &store, &[])?;
+        let map_only = job.map_only();
+        let partitions = match map_only {
+            true => Vec::new(),
+            false => partitions(&channels, opts.workers)?,
+        };
+        let (reduced, reduces) = self
+            .pool
+            .run_all(&call, &partitions, opts, &store, &channels)?;
+        tasks.extend(reduces);
+        // A map-only job's output is its map channels, in split order.
+        let outputs = if map_only { &channels } else { &reduced };
+        for output in outputs {
+            out.write_all(&output.map()?)
+                .map_err(|e| Error::io("<output>", e))?;
+        }
+        let all = channels.iter().chain(&reduced);
+        Ok(Report {
+            splits: splits.len(),
+            partitions: partitions.len(),
+            tasks,
+            workers: self.pool.take_reaped(),
+            disk_channels: all.filter(|c| c.on_disk()).count(),
+            lines,
+        })
+    }
+
+    /// Ends the workers (each exits when told there is no more work) and
+    /// reaps them: the processes not yet reported.
+    pub fn finish(mut self) -> Vec<WorkerStats> {
+        self.pool.finish();
+        self.pool.take_reaped()
+    }
 }
 
 /// The reduce tasks over the map `channels`: at most `workers` key ranges

@@ -7,18 +7,17 @@
 //! a pid that is killed is never one the system has handed to another
 //! process.
 
-use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
-use super::protocol::{ATTEMPT_ENV, JOB_FAILED, PROTOCOL, WORKER_ENV};
+use super::protocol::{PROTOCOL, SERVE, WORKER_ENV};
 use crate::error::{Death, Error, Result};
-use crate::stream::Role;
 
 /// The pids of the workers not yet reaped.
 static LIVE: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
@@ -39,26 +38,10 @@ pub fn kill_workers() {
     }
 }
 
-/// What every worker of a run is started with.
+/// What every worker is started as: this program.
 pub(super) struct Launch {
     /// The program to execute: this one.
     pub(super) program: PathBuf,
-    /// The job's name and arguments.
-    pub(super) job: String,
-    pub(super) args: Vec<String>,
-}
-
-/// What one worker is started to do.
-pub(super) struct Spec {
-    /// Map or reduce.
-    pub(super) role: Role,
-    /// The role's arguments, after the job's name and the channel.
-    pub(super) args: Vec<OsString>,
-    /// Variables set in the worker's environment.
-    pub(super) env: Vec<(&'static str, OsString)>,
-    /// Descriptors of this process the worker reads (its input channels),
-    /// left open across `exec` under the same numbers.
-    pub(super) inherit: Vec<RawFd>,
 }
 
 /// Where a new channel is kept.
@@ -120,8 +103,8 @@ impl std::ops::Deref for Contents {
 
 impl Channel {
     /// A new, empty channel kept at `place` (its descriptor closed on
-    /// `exec` unless a worker is to inherit it).
-    fn new(place: &Place) -> Result<Channel> {
+    /// `exec`: a worker opens it by its name in `/proc`).
+    pub(super) fn new(place: &Place) -> Result<Channel> {
         let file = match place {
             Place::Memory => super::shared::memfd(c"ember-channel")?,
             Place::Disk(dir) => tempfile::tempfile_in(dir).map_err(|source| Error::Spill {
@@ -176,33 +159,58 @@ impl Channel {
     }
 }
 
-/// A started worker.
+/// A started worker: its pid, the socket its tasks go down and the pipe
+/// its replies come up.
 pub(super) struct Worker {
     pub(super) pid: libc::pid_t,
-    pub(super) channel: Channel,
+    pub(super) tasks: Tasks,
+    pub(super) replies: File,
 }
 
-/// Starts a worker as `spec` says (its `attempt`-th try at its task), with
-/// a new channel for its output kept at `place`.
-pub(super) fn start(launch: &Launch, spec: Spec, attempt: u32, place: &Place) -> Result<Worker> {
-    let channel = Channel::new(place)?;
-    let fd = channel.fd();
+/// The parent's end of a worker's task socket. A socket rather than a
+/// pipe: a task sent to a worker that has died is an error (`EPIPE`),
+/// not a `SIGPIPE` that would end the parent (the `ember` command dies
+/// of SIGPIPE, for `| head`).
+pub(super) struct Tasks(UnixStream);
+
+impl Tasks {
+    /// Sends `bytes` whole.
+    pub(super) fn send(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            // SAFETY: the pointer and length are those of `bytes`; the
+            // descriptor is this socket's.
+            let sent = unsafe {
+                libc::send(
+                    self.0.as_raw_fd(),
+                    bytes.as_ptr().cast(),
+                    bytes.len(),
+                    libc::MSG_NOSIGNAL,
+                )
+            };
+            match sent {
+                n if n >= 0 => bytes = &bytes[n as usize..],
+                _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+                _ => return Err(io::Error::last_os_error()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Starts a worker process, which waits for its first task.
+pub(super) fn start(launch: &Launch) -> Result<Worker> {
+    let (tasks, task_end) = UnixStream::pair().map_err(|e| Error::io("<socket>", e))?;
+    let (replies, reply_end) = pipe()?;
+    let open = [task_end.as_raw_fd(), reply_end.as_raw_fd()];
     // SAFETY: `getpid` has no preconditions.
     let parent = unsafe { libc::getpid() };
     let mut command = Command::new(&launch.program);
     command
-        .arg(spec.role.name())
-        .arg(&launch.job)
-        .arg(fd.to_string())
-        .args(&spec.args)
-        .args(&launch.args)
+        .arg(SERVE)
+        .args(open.map(|fd| fd.to_string()))
         .env(WORKER_ENV, PROTOCOL)
-        .env(ATTEMPT_ENV, attempt.to_string())
-        .envs(spec.env)
         .stdin(Stdio::null())
         .stdout(Stdio::null());
-    let mut open = spec.inherit;
-    open.push(fd);
     // SAFETY: the closure only makes async-signal-safe calls (prctl,
     // getppid, fcntl) and allocates nothing.
     unsafe { command.pre_exec(move || in_child(parent, &open)) };
@@ -210,11 +218,28 @@ pub(super) fn start(launch: &Launch, spec: Spec, attempt: u32, place: &Place) ->
     let child = command.spawn().map_err(|e| Error::io(&launch.program, e))?;
     let pid = child.id() as libc::pid_t;
     live.push(pid);
-    Ok(Worker { pid, channel })
+    // The worker's ends close here, so that its death closes the pipes.
+    drop((task_end, reply_end));
+    Ok(Worker {
+        pid,
+        tasks: Tasks(tasks),
+        replies,
+    })
+}
+
+/// A pipe, both ends closed on `exec`: (read end, write end).
+fn pipe() -> Result<(File, File)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two descriptors for the call to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Error::io("<pipe>", io::Error::last_os_error()));
+    }
+    // SAFETY: both descriptors were just made and are owned by nothing else.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
 }
 
 /// In the forked child, before it executes the program: die with the
-/// parent, and keep the channels `open` across `exec` (under the numbers
+/// parent, and keep the pipes `open` across `exec` (under the numbers
 /// they have in the parent, which no other descriptor of the child has).
 fn in_child(parent: libc::pid_t, open: &[RawFd]) -> io::Result<()> {
     // SAFETY: these calls have no memory-safety preconditions.
@@ -261,20 +286,10 @@ pub fn wait_exited(pid: libc::pid_t) -> io::Result<()> {
     }
 }
 
-/// How a worker ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Exit {
-    /// Status 0: the task is done.
-    Done,
-    /// Status [`JOB_FAILED`]: the job's error is in the channel.
-    JobFailed,
-    /// Anything else.
-    Died(Death),
-}
-
 /// Reaps worker `pid` (killing it first if `kill`), striking it off the
-/// live list: how it ended and its resource usage.
-pub(super) fn reap(pid: libc::pid_t, kill: bool) -> (Exit, libc::rusage) {
+/// live list: how it died, if it did not exit with status 0 (the end of
+/// its tasks), and its resource usage.
+pub(super) fn reap(pid: libc::pid_t, kill: bool) -> (Option<Death>, libc::rusage) {
     if kill {
         // SAFETY: no memory-safety preconditions; `pid` is not yet reaped.
         unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -289,14 +304,13 @@ pub(super) fn reap(pid: libc::pid_t, kill: bool) -> (Exit, libc::rusage) {
     while unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } < 0
         && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
     {}
-    let exit = if libc::WIFSIGNALED(status) {
-        Exit::Died(Death::Signal(libc::WTERMSIG(status)))
+    let death = if libc::WIFSIGNALED(status) {
+        Some(Death::Signal(libc::WTERMSIG(status)))
     } else {
         match libc::WEXITSTATUS(status) {
-            0 => Exit::Done,
-            JOB_FAILED => Exit::JobFailed,
-            code => Exit::Died(Death::Status(code)),
+            0 => None,
+            code => Some(Death::Status(code)),
         }
     };
-    (exit, usage)
+    (death, usage)
 }

@@ -9,11 +9,11 @@ use crate::error::{Error, Result};
 use crate::job::Records;
 use crate::stream::{MapInput, StreamJob};
 
-/// Splits a worker should get, on average, so that the last ones end
-/// evenly.
-const SPLITS_PER_WORKER: u64 = 4;
-/// The default split size's bounds: a process per split must be worth its
-/// start.
+/// Splits a worker should get, on average: more end more evenly, fewer
+/// write fewer partial aggregates (a task's table starts empty, and every
+/// split writes a line per distinct key it holds).
+const SPLITS_PER_WORKER: u64 = 2;
+/// The default split size's bounds: a task must be worth its channel.
 const MIN_SPLIT: u64 = 1 << 20;
 const MAX_SPLIT: u64 = 64 << 20;
 /// Bytes read at a time while looking for a split's end.

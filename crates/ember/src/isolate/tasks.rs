@@ -5,9 +5,8 @@ use std::ffi::OsString;
 
 use super::protocol::{Run, FIRST_LINE_ENV};
 use super::shared;
-use super::spawn::Spec;
 use super::splits::Split;
-use super::supervise::Assignment;
+use super::supervise::{Assignment, Spec};
 use super::Task;
 use crate::error::{Death, Error};
 use crate::stream::Role;
@@ -15,14 +14,20 @@ use crate::stream::Role;
 impl Assignment for Split {
     fn spec(&self) -> Spec {
         let numbers = [self.start, self.end].map(|n| OsString::from(n.to_string()));
-        let mut args = vec![self.path.clone().into_os_string()];
-        args.extend(numbers);
+        // A file named by a descriptor of this process (in-memory input)
+        // opens in the worker by its name in this process's `/proc`.
+        let path = match shared::descriptor(&self.path) {
+            Some(fd) => format!("/proc/{}/fd/{fd}", std::process::id()).into(),
+            None => self.path.clone().into_os_string(),
+        };
+        let mut words = vec![path];
+        words.extend(numbers);
         let first_line = self
             .first_line
             .map(|n| (FIRST_LINE_ENV, n.to_string().into()));
         Spec {
             role: Role::Map,
-            args,
+            words,
             env: [
                 (
                     "mapreduce_map_input_file",
@@ -37,9 +42,6 @@ impl Assignment for Split {
             .into_iter()
             .chain(first_line)
             .collect(),
-            // A file named by a descriptor of this process (in-memory
-            // input) opens in the worker by the same name.
-            inherit: shared::descriptor(&self.path).into_iter().collect(),
         }
     }
 
@@ -77,15 +79,14 @@ pub(super) struct Partition {
 }
 
 impl Assignment for Partition {
-    /// The arguments are the number of runs, then each run.
+    /// The words are the number of runs, then each run.
     fn spec(&self) -> Spec {
-        let mut args = vec![OsString::from(self.runs.len().to_string())];
-        args.extend(self.runs.iter().map(Run::arg));
+        let mut words = vec![OsString::from(self.runs.len().to_string())];
+        words.extend(self.runs.iter().map(Run::arg));
         Spec {
             role: Role::Reduce,
-            args,
+            words,
             env: vec![("mapreduce_task_partition", self.index.to_string().into())],
-            inherit: self.runs.iter().map(|r| r.fd).collect(),
         }
     }
 

@@ -104,6 +104,16 @@ pub trait StreamJob: Send + Sync {
     fn numbers_lines(&self) -> bool {
         false
     }
+    /// Whether the map's output is the job's output, as a job with no
+    /// reducers in Hadoop or SMR: every key's map line is its final line
+    /// (what `reduce` would write for it), and the map outputs of the
+    /// splits of a file, in the file's order, follow each other in key
+    /// order (a job over the rows of one file, keyed by row). An isolated
+    /// run ([`crate::isolate::run`]) then skips the reduce and writes the
+    /// map outputs in split order. Default: no.
+    fn map_only(&self) -> bool {
+        false
+    }
     /// Maps `input` on `runtime` with `opts` and writes the partial
     /// aggregates: one `key<TAB>state` line per distinct key, in the
     /// order of the keys' text (the order reduce reads).
