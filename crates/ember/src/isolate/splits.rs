@@ -117,34 +117,79 @@ pub(super) fn cut(files: &[PathBuf], opts: &Options, boundary: Boundary) -> Resu
 /// the input, in the page cache's pages (memory-mapped).
 pub(super) fn number_lines(splits: &mut [Split], header: u64) -> Result<u64> {
     let mut before = 0; // lines of the files before this one
-    let mut file: Option<(memmap2::Mmap, usize, u64)> = None; // map, bytes counted, newlines
+    let mut file: Option<Counter> = None;
     for split in splits.iter_mut() {
         if split.start == header {
-            before += file.take().map_or(0, |f| lines_in(f, header));
-            let opened = File::open(&split.path).map_err(|e| Error::io(&split.path, e))?;
-            // SAFETY: read-only; the file is the run's input, which must
-            // not change while the run reads it (as for every worker).
-            let map =
-                unsafe { memmap2::Mmap::map(&opened) }.map_err(|e| Error::io(&split.path, e))?;
-            file = Some((map, header as usize, 0));
+            before += file.take().map_or(Ok(0), Counter::lines)?;
+            file = Some(Counter::open(&split.path, header)?);
         }
-        let Some((map, counted, newlines)) = &mut file else {
+        let Some(counter) = &mut file else {
             return Err(Error::Config("splits out of file order".into()));
         };
-        let start = (split.start as usize).min(map.len());
-        *newlines += count_newlines(&map[(*counted).min(start)..start]);
-        *counted = start;
-        split.first_line = Some(before + *newlines);
+        split.first_line = Some(before + counter.newlines_before(split.start)?);
     }
-    Ok(before + file.map_or(0, |f| lines_in(f, header)))
+    Ok(before + file.map_or(Ok(0), Counter::lines)?)
 }
 
-/// The lines of a file whose bytes up to `counted` hold `newlines`
-/// newlines, past its first `header` bytes.
-fn lines_in((map, counted, newlines): (memmap2::Mmap, usize, u64), header: u64) -> u64 {
-    let rest = &map[counted.min(map.len())..];
-    let body = map.get(header as usize..).unwrap_or_default();
-    newlines + count_newlines(rest) + u64::from(body.last().is_some_and(|&b| b != b'\n'))
+/// Bytes read at a time while counting a file's lines.
+const COUNT_CHUNK: u64 = 1 << 20;
+
+/// A file's newlines past its header, counted as far as asked, by reads
+/// of up to [`COUNT_CHUNK`] bytes (a memory map of the whole file costs a
+/// page fault per few pages, several times the reads on a VM).
+struct Counter<'a> {
+    path: &'a Path,
+    file: File,
+    len: u64,
+    /// Bytes counted, from the file's start (the header is skipped).
+    counted: u64,
+    newlines: u64,
+    /// The last byte counted.
+    last: Option<u8>,
+    buf: Vec<u8>,
+}
+
+impl<'a> Counter<'a> {
+    fn open(path: &'a Path, header: u64) -> Result<Counter<'a>> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let counted = header.min(len);
+        Ok(Counter {
+            path,
+            file,
+            len,
+            counted,
+            newlines: 0,
+            last: None,
+            buf: vec![0; (len - counted).min(COUNT_CHUNK) as usize],
+        })
+    }
+
+    /// The newlines before byte `at` (past the header).
+    fn newlines_before(&mut self, at: u64) -> Result<u64> {
+        let at = at.min(self.len);
+        while self.counted < at {
+            let want = (at - self.counted).min(self.buf.len() as u64) as usize;
+            let got = self
+                .file
+                .read_at(&mut self.buf[..want], self.counted)
+                .map_err(|e| Error::io(self.path, e))?;
+            if got == 0 {
+                break; // the file shrank: the workers will say so
+            }
+            self.newlines += count_newlines(&self.buf[..got]);
+            self.last = Some(self.buf[got - 1]);
+            self.counted += got as u64;
+        }
+        Ok(self.newlines)
+    }
+
+    /// The file's lines past its header: its newlines, and a last line
+    /// without one.
+    fn lines(mut self) -> Result<u64> {
+        let newlines = self.newlines_before(self.len)?;
+        Ok(newlines + u64::from(self.last.is_some_and(|b| b != b'\n')))
+    }
 }
 
 fn count_newlines(data: &[u8]) -> u64 {
