@@ -53,7 +53,7 @@ pub const FIRST_LINE_ENV: &str = "ember_map_input_first_line";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Run {
     /// The channel, a descriptor of the parent that the reduce worker
-    /// inherits.
+    /// opens in the parent's `/proc`.
     pub(super) fd: RawFd,
     pub(super) start: usize,
     pub(super) end: usize,

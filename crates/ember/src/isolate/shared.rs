@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// Bytes in shared memory (a memfd), named to [`super::run`] by
-/// [`path`](Self::path) as a file is: the map workers inherit the
-/// descriptor and map its pages in place, so no worker gets a copy. The
+/// [`path`](Self::path) as a file is: the map workers open it in this
+/// process's `/proc` and map its pages in place, so no worker gets a copy. The
 /// memory is freed when this value and the run's workers are gone: no
 /// file is left behind, however the process ends.
 #[derive(Debug)]
@@ -35,7 +35,7 @@ impl SharedInput {
     }
 
     /// The input's name for [`super::run`]: `/proc/self/fd/N`, which this
-    /// process and its workers (which inherit descriptor N) open.
+    /// process opens and its workers open as `/proc/PARENT/fd/N`.
     pub fn path(&self) -> &Path {
         &self.path
     }

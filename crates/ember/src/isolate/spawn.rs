@@ -58,8 +58,8 @@ pub(super) enum Place {
 
 /// Where a run keeps its channels: in shared memory while the channels it
 /// holds stay within its memory budget, past it in unnamed files in its
-/// spill directory. A channel is placed when its worker starts, so the
-/// budget can be passed by what the workers running then write.
+/// spill directory. A channel is placed when its task starts, so the
+/// budget can be passed by what the tasks running then write.
 pub(super) struct Store {
     /// The memory budget of the channels, in bytes.
     pub(super) budget: u64,
