@@ -124,7 +124,7 @@ fn build_in_threads(a: &Args, paths: &[PathBuf]) -> Result<Streamed> {
 fn build_isolated(a: &Args, paths: &[PathBuf]) -> Result<(Streamed, RunArgs)> {
     if a.lines {
         let job = "inverted-index-lines";
-        let iso = isolated::run::<Bytes, Vec<DocId>>(&a.run, &a.isolate, job, &[], paths)?;
+        let iso = isolated::run_binary::<Bytes, Vec<DocId>>(&a.run, &a.isolate, job, &[], paths)?;
         let documents = iso.lines.context("the isolated run did not number lines")?;
         return write_isolated(a, iso, documents, |ids, doc_ids| {
             doc_ids.extend(ids);

@@ -13,7 +13,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use ember::isolate::{self, Report, SharedInput};
-use ember::stream::Text;
+use ember::spill::Encode;
+use ember::stream::{self, Form, Text};
 use ember::Stats;
 
 use crate::common::RunArgs;
@@ -89,13 +90,14 @@ impl Session {
     }
 
     /// Runs the registry's job on the session's workers, started with
-    /// `opts` if there are none yet.
+    /// `opts` if there are none yet, its output in `form` if it has it.
     fn run(
         &mut self,
         opts: isolate::Options,
         job: &str,
         args: &[String],
         files: &[PathBuf],
+        form: Form,
         out: &mut dyn Write,
     ) -> Result<Report> {
         let registry = ember_apps::stream::registry();
@@ -103,7 +105,7 @@ impl Session {
             Some(workers) => workers,
             None => self.workers.insert(isolate::Workers::new(opts)?),
         };
-        let mut report = workers.run(&registry, job, args, files, out)?;
+        let mut report = workers.run(&registry, job, args, files, form, out)?;
         if !self.keep {
             let workers = self.workers.take().expect("started above");
             report.workers.extend(workers.finish());
@@ -123,17 +125,68 @@ pub(crate) fn run_past_header<K: Text + Ord, V: Text>(
     files: &[PathBuf],
     header: u64,
 ) -> Result<Isolated<K, V>> {
-    let mut out = Vec::new();
     let input = Files {
         paths: files,
         header,
     };
+    let decode = |out: &[u8], _| decode::<K, V>(out);
+    run_decoded(session, run, iso, (job, args), input, Form::Text, decode)
+}
+
+/// As [`run`], for a job with a binary form (word count, the inverted
+/// index of lines): its pairs pass from map to reduce to this process as
+/// records, no value in text.
+pub(crate) fn run_binary<K: Text + Ord, V: Text + Encode>(
+    run: &RunArgs,
+    iso: &IsolateArgs,
+    job: &str,
+    args: &[String],
+    files: &[PathBuf],
+) -> Result<Isolated<K, V>> {
+    run_binary_past_header(&mut Session::one_run(), run, iso, job, args, files, 0)
+}
+
+/// As [`run_past_header`], for a job with a binary form ([`run_binary`]).
+pub(crate) fn run_binary_past_header<K: Text + Ord, V: Text + Encode>(
+    session: &mut Session,
+    run: &RunArgs,
+    iso: &IsolateArgs,
+    job: &str,
+    args: &[String],
+    files: &[PathBuf],
+    header: u64,
+) -> Result<Isolated<K, V>> {
+    let input = Files {
+        paths: files,
+        header,
+    };
+    let decode = |out: &[u8], form| match form {
+        Form::Text => decode::<K, V>(out),
+        Form::Binary => decode_records::<K, V>(out),
+    };
+    run_decoded(session, run, iso, (job, args), input, Form::Binary, decode)
+}
+
+/// Runs the registry's job `job.0` (made from `job.1`) on the workers of
+/// `session` over `input`, its output asked for in `form`, and turns the
+/// output (in the form the run wrote) into pairs with `decode`.
+fn run_decoded<K: Ord, V>(
+    session: &mut Session,
+    run: &RunArgs,
+    iso: &IsolateArgs,
+    (job, args): (&str, &[String]),
+    input: Files<'_>,
+    form: Form,
+    decode: impl FnOnce(&[u8], Form) -> Result<Vec<(K, V)>>,
+) -> Result<Isolated<K, V>> {
+    let mut out = Vec::new();
     let Ran {
         mut stats,
         run,
         lines,
-    } = run_into(session, run, iso, job, args, input, &mut out)?;
-    let mut pairs = decode::<K, V>(&out)?;
+        form,
+    } = run_into(session, run, iso, job, args, input, form, &mut out)?;
+    let mut pairs = decode(&out, form)?;
     pairs.sort_by(|a, b| a.0.cmp(&b.0));
     stats.distinct_keys = pairs.len() as u64;
     Ok(Isolated {
@@ -152,6 +205,8 @@ pub(crate) struct Ran {
     pub(crate) run: RunArgs,
     /// As [`Isolated::lines`].
     pub(crate) lines: Option<u64>,
+    /// The form of the output written.
+    pub(crate) form: Form,
 }
 
 /// The input of an isolated run: files, each past its first `header`
@@ -163,7 +218,9 @@ pub(crate) struct Files<'a> {
 }
 
 /// Runs the registry's job as [`run`] does, on the workers of `session`,
-/// but writes its reduce's output to `out` as it is (sort's records).
+/// but writes its output to `out` as it is (sort's records), in `form`
+/// where the job has it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_into(
     session: &mut Session,
     run: &RunArgs,
@@ -171,6 +228,7 @@ pub(crate) fn run_into(
     job: &str,
     args: &[String],
     input: Files<'_>,
+    form: Form,
     out: &mut dyn Write,
 ) -> Result<Ran> {
     if let Some(option) = unsupported(run) {
@@ -189,7 +247,7 @@ pub(crate) fn run_into(
     // Worker processes are made: a signal kills and reaps them first.
     ember_cli::output::watch()?;
     let started = Instant::now();
-    let report = session.run(opts.clone(), job, args, files, out)?;
+    let report = session.run(opts.clone(), job, args, files, form, out)?;
     let mut stats = Stats::default();
     stats.threads = opts.workers;
     stats.input_parts = files.len();
@@ -210,6 +268,7 @@ pub(crate) fn run_into(
         stats,
         run,
         lines: report.lines,
+        form: report.form,
     })
 }
 
@@ -327,6 +386,23 @@ fn decode<K: Text, V: Text>(lines: &[u8]) -> Result<Vec<(K, V)>> {
                 "the isolated run's output line {}: unreadable '{}'",
                 i + 1,
                 String::from_utf8_lossy(line)
+            ),
+        }
+    }
+    Ok(pairs)
+}
+
+/// The pairs of an isolated run's output in records.
+fn decode_records<K: Text, V: Encode>(out: &[u8]) -> Result<Vec<(K, V)>> {
+    let mut pairs = Vec::new();
+    for (i, record) in stream::records("<isolated output>", out).enumerate() {
+        let record = record?;
+        match record.decode() {
+            Some(pair) => pairs.push(pair),
+            None => bail!(
+                "the isolated run's output record {}: unreadable key '{}' or value",
+                i + 1,
+                String::from_utf8_lossy(record.key)
             ),
         }
     }

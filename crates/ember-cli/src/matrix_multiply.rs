@@ -94,7 +94,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
 fn isolated(a: &Args, ma: &Matrix<'_>, mb: &Matrix<'_>) -> Result<(Product, Stats, RunArgs)> {
     matrix_multiply::check(ma, mb)?;
     let job_args = ["--b".to_string(), isolated::path_arg(&a.b)?];
-    let iso = isolated::run_past_header::<RowIndex, Vec<i32>>(
+    let iso = isolated::run_binary_past_header::<RowIndex, Vec<i32>>(
         &mut isolated::Session::one_run(),
         &a.run,
         &a.isolate,

@@ -86,7 +86,7 @@ fn isolated(a: &Args, m: &Matrix<'_>) -> Result<(Pca, Stats, RunArgs)> {
     let header = HEADER_BYTES as u64;
     let job_args = ["--matrix".to_string(), matrix];
     let mut session = isolated::Session::kept();
-    let sums = isolated::run_past_header::<u32, i64>(
+    let sums = isolated::run_binary_past_header::<u32, i64>(
         &mut session,
         &a.run,
         &a.isolate,
@@ -103,7 +103,7 @@ fn isolated(a: &Args, m: &Matrix<'_>) -> Result<(Pca, Stats, RunArgs)> {
     sums_file.write(text.as_bytes())?;
     let sums_args = ["--sums".to_string(), sums_file.name().to_string()];
     let job_args = [job_args, sums_args].concat();
-    let cov = isolated::run_past_header::<RowIndex, Vec<f64>>(
+    let cov = isolated::run_binary_past_header::<RowIndex, Vec<f64>>(
         &mut session,
         &a.run,
         &a.isolate,

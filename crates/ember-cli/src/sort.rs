@@ -78,6 +78,7 @@ fn isolated(a: Args) -> Result<()> {
         "sort",
         &[],
         input,
+        ember::stream::Form::Text,
         &mut w,
     )?;
     w.finish()?;

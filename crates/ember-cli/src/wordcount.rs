@@ -144,7 +144,8 @@ fn summarize(
 /// Runs `ember wordcount`.
 pub(crate) fn run(a: Args) -> Result<()> {
     if a.isolate.isolate {
-        let iso = isolated::run::<Bytes, u64>(&a.run, &a.isolate, "wordcount", &[], &a.files)?;
+        let iso =
+            isolated::run_binary::<Bytes, u64>(&a.run, &a.isolate, "wordcount", &[], &a.files)?;
         let mut stats = iso.stats;
         // Every word emits a count of one.
         stats.pairs_emitted = iso.pairs.iter().map(|(_, n)| n).sum();

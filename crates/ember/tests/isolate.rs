@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ember::isolate::{self, Options, Report, Task, ATTEMPT_ENV};
-use ember::stream::{Folding, Registry};
+use ember::stream::{Encoded, Folding, Form, Registry};
 use ember::{
     Bytes, Death, Emit, Error, Input, Isolation, Job, Malformed, MapResult, RunOptions, Runtime,
     Split, Sum,
@@ -121,6 +121,12 @@ fn registry() -> Registry {
             reduce_fault: None,
         })))
     });
+    registry.register("words-binary", "count words, with a binary form", |_| {
+        Ok(Box::new(Encoded::new(Words {
+            map_fault: None,
+            reduce_fault: None,
+        })))
+    });
     registry.register("faulty", "count words, with a fault in map", |args| {
         let how = fault(args.first())?;
         let file = args.get(1).ok_or("no file")?;
@@ -143,7 +149,7 @@ fn registry() -> Registry {
             let how = fault(args.first())?;
             let range = args.get(1).ok_or("no key range")?;
             let strikes = chosen("mapreduce_task_partition", |p| p == range, args.len() > 2);
-            Ok(Box::new(Folding(Words {
+            Ok(Box::new(Encoded::new(Words {
                 map_fault: None,
                 reduce_fault: strikes.then_some(how),
             })))
@@ -164,10 +170,14 @@ fn main() {
         let _ = run(&["faulty", "hang", "a.txt"], &files, 2, Some(4 << 10), 1);
         return;
     }
-    let tests: [(&str, fn()); 12] = [
+    let tests: [(&str, fn()); 13] = [
         (
             "isolated_output_is_the_plain_output",
             isolated_output_is_the_plain_output,
+        ),
+        (
+            "binary_output_is_the_plain_output",
+            binary_output_is_the_plain_output,
         ),
         (
             "workers_are_kept_from_run_to_run",
@@ -266,6 +276,25 @@ fn run_with(job: &[&str], files: &[PathBuf], opts: &Options) -> ember::Result<(S
     let args = strings(&job[1..]);
     let report = isolate::run(&registry(), job[0], &args, files, opts, &mut out)?;
     Ok((String::from_utf8(out).unwrap(), report))
+}
+
+/// The job `job[0]` of [`registry`], with the arguments after it, run
+/// isolated with its output asked for in binary form, and that output as
+/// `key<TAB>count` lines.
+fn run_binary(job: &[&str], files: &[PathBuf], opts: Options) -> ember::Result<(String, Report)> {
+    let mut workers = isolate::Workers::new(opts)?;
+    let mut out = Vec::new();
+    let args = strings(&job[1..]);
+    let report = workers.run(&registry(), job[0], &args, files, Form::Binary, &mut out);
+    let mut report = report?;
+    report.workers.extend(workers.finish());
+    let mut text = String::new();
+    for record in ember::stream::records("output", &out) {
+        let record = record?;
+        let (_, n): (Bytes, u64) = record.decode().expect("a word and its count");
+        text.push_str(&format!("{}\t{n}\n", String::from_utf8_lossy(record.key)));
+    }
+    Ok((text, report))
 }
 
 /// `words` run on `threads` threads in this process, mapped and reduced.
@@ -393,6 +422,25 @@ fn isolated_output_is_the_plain_output() {
     }
 }
 
+fn binary_output_is_the_plain_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = inputs(dir.path());
+    for workers in [1, 2, 4] {
+        let want = plain(&files, workers);
+        for split_size in [Some(997), Some(16 << 10), None] {
+            let opts = Options {
+                workers,
+                split_size,
+                ..Options::default()
+            };
+            let (got, report) = clean(|| run_binary(&["words-binary"], &files, opts)).unwrap();
+            assert_eq!(report.form, Form::Binary);
+            assert_eq!(got, want, "{workers} workers, splits of {split_size:?}");
+            assert_eq!(report.partitions > 1, workers > 1, "{report:?}");
+        }
+    }
+}
+
 fn workers_are_kept_from_run_to_run() {
     let dir = tempfile::tempdir().unwrap();
     let files = inputs(dir.path());
@@ -407,9 +455,11 @@ fn workers_are_kept_from_run_to_run() {
         let (mut tasks, mut pids) = (0, std::collections::BTreeSet::new());
         for _ in 0..3 {
             let mut out = Vec::new();
+            // A job with no binary form writes text, whatever is asked.
             let report = workers
-                .run(&registry(), "words", &[], &files, &mut out)
+                .run(&registry(), "words", &[], &files, Form::Binary, &mut out)
                 .unwrap();
+            assert_eq!(report.form, Form::Text);
             assert_eq!(String::from_utf8(out).unwrap(), want);
             assert!(report.splits > 2, "{report:?}");
             assert!(report.workers.is_empty(), "none ended: {report:?}");
@@ -580,6 +630,16 @@ fn a_transient_reduce_crash_is_retried() {
         let range_1 = Task::Reduce { partition: 1 };
         assert_eq!(deaths, [(range_1, Death::Signal(signal))], "{how}");
     }
+    // The same in binary form: the retried range's records are whole.
+    let opts = Options {
+        workers: 4,
+        split_size: Some(8 << 10),
+        ..Options::default()
+    };
+    let args = ["faulty-reduce", "segv", "1", "transient"];
+    let (got, report) = clean(|| run_binary(&args, &files, opts)).unwrap();
+    assert_eq!((report.form, report.retries()), (Form::Binary, 1));
+    assert_eq!(got, want);
 }
 
 fn a_permanent_reduce_crash_names_the_key_range() {

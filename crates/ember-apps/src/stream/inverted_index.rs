@@ -3,7 +3,7 @@
 use std::io::{BufRead, Write};
 
 use ember::isolate::FIRST_LINE_ENV;
-use ember::stream::{escape, unescape, Folding, StreamJob, Text};
+use ember::stream::{escape, unescape, BinaryJob, Encoded, Folding, Record, StreamJob, Text};
 use ember::{
     Bytes, Combiner, Emit, Error, Input, Job, MapResult, Records, Result, RunOptions, Runtime,
     Split, Stats,
@@ -151,6 +151,11 @@ impl StreamJob for LineDocuments {
         true
     }
 
+    /// Line ids as their bytes, not in text.
+    fn binary(&self) -> Option<&dyn BinaryJob> {
+        Some(self)
+    }
+
     fn map(
         &self,
         runtime: &Runtime,
@@ -158,15 +163,9 @@ impl StreamJob for LineDocuments {
         opts: &RunOptions,
         out: &mut dyn Write,
     ) -> Result<Stats> {
-        let first = match std::env::var(FIRST_LINE_ENV) {
-            Ok(n) => n.parse().map_err(|_| {
-                Error::Config(format!("{FIRST_LINE_ENV}: '{n}' is not a line number"))
-            })?,
-            Err(_) => 0,
-        };
-        let (numbers, _) = LineNumbers::build(runtime, input, opts)?;
-        let job = InvertedIndex::lines(numbers.starting_at(first)?);
-        Folding(job).map(runtime, input, opts, out)
+        with_line_ids(runtime, input, opts, |job| {
+            Folding(job).map(runtime, input, opts, out)
+        })
     }
 
     fn combine(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
@@ -176,6 +175,47 @@ impl StreamJob for LineDocuments {
     fn reduce(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
         Folding(InvertedIndex::merging()).reduce(name, input, out)
     }
+}
+
+impl BinaryJob for LineDocuments {
+    fn map_records(
+        &self,
+        runtime: &Runtime,
+        input: &Input<'_>,
+        opts: &RunOptions,
+        out: &mut dyn Write,
+    ) -> Result<Stats> {
+        with_line_ids(runtime, input, opts, |job| {
+            Encoded::new(job).map_records(runtime, input, opts, out)
+        })
+    }
+
+    fn reduce_records(
+        &self,
+        name: &str,
+        input: &mut dyn Iterator<Item = Result<Record<'_>>>,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        Encoded::new(InvertedIndex::merging()).reduce_records(name, input, out)
+    }
+}
+
+/// `f` of the inverted index of `input`'s lines, numbered from
+/// [`FIRST_LINE_ENV`] (0 if unset).
+fn with_line_ids(
+    runtime: &Runtime,
+    input: &Input<'_>,
+    opts: &RunOptions,
+    f: impl FnOnce(InvertedIndex<'_>) -> Result<Stats>,
+) -> Result<Stats> {
+    let first = match std::env::var(FIRST_LINE_ENV) {
+        Ok(n) => n
+            .parse()
+            .map_err(|_| Error::Config(format!("{FIRST_LINE_ENV}: '{n}' is not a line number")))?,
+        Err(_) => 0,
+    };
+    let (numbers, _) = LineNumbers::build(runtime, input, opts)?;
+    f(InvertedIndex::lines(numbers.starting_at(first)?))
 }
 
 #[cfg(test)]

@@ -23,7 +23,11 @@
 use std::io::{BufRead, Write};
 use std::path::Path;
 
-use ember::stream::{read_lines, Folding, KeyOrder, MapInput, Registry, StreamJob, Text};
+use ember::spill::Encode;
+use ember::stream::{
+    push_record, read_lines, BinaryJob, Encoded, Form, KeyOrder, MapInput, Record, Registry,
+    StreamJob, Text,
+};
 use ember::{Error, Input, Records, Result, RunOptions, Runtime, Stats};
 
 use super::{whole, HADOOP_INPUT_START};
@@ -116,7 +120,7 @@ pub(super) fn register(registry: &mut Registry) {
     registry.register(
         "pca-mean",
         "row<TAB>sum: the exact sum of each row of an ember matrix file (--matrix FILE, its rows the input)",
-        |args| Ok(Box::new(Folding(row_sums(args)?)) as Box<dyn StreamJob>),
+        |args| Ok(Box::new(Encoded::new(row_sums(args)?)) as Box<dyn StreamJob>),
     );
     registry.register(
         "pca-cov",
@@ -145,7 +149,7 @@ pub(super) fn row_sums(args: &[String]) -> std::result::Result<RowSums, String> 
 /// A map-only job over matrix rows: an output row per input row.
 pub trait RowMap: Send + Sync {
     /// An output row, a key's value.
-    type Row: Text;
+    type Row: Text + Encode;
     /// Bytes of an input row.
     fn row_bytes(&self) -> usize;
     /// The output rows for the input rows `first..` in `data` (whole rows).
@@ -169,21 +173,89 @@ impl<J: RowMap> EachRow<J> {
     }
 }
 
-/// Writes the lines of `rows`, in the order given.
-fn write_rows<V: Text>(
+/// Writes `rows` in the order given, as lines or as records.
+fn write_rows<V: Text + Encode>(
     rows: impl Iterator<Item = (RowIndex, V)>,
+    form: Form,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let mut text = Vec::new();
+    let mut bytes = Vec::new();
     for (row, value) in rows {
-        text.clear();
-        row.write_text(&mut text);
-        text.push(b'\t');
-        value.write_text(&mut text);
-        text.push(b'\n');
-        out.write_all(&text).map_err(|e| Error::io("<output>", e))?;
+        bytes.clear();
+        match form {
+            Form::Text => {
+                row.write_text(&mut bytes);
+                bytes.push(b'\t');
+                value.write_text(&mut bytes);
+                bytes.push(b'\n');
+            }
+            Form::Binary => {
+                push_record(&mut bytes, &row, &value);
+            }
+        }
+        out.write_all(&bytes)
+            .map_err(|e| Error::io("<output>", e))?;
     }
     Ok(())
+}
+
+impl<J: RowMap> EachRow<J> {
+    /// Maps the whole rows of `input` and writes a line or a record per
+    /// row; a partial row is an error.
+    fn map_rows(&self, input: &Input<'_>, form: Form, out: &mut dyn Write) -> Result<Stats> {
+        let data = whole(input, "rows of a matrix")?;
+        let row = self.job.row_bytes();
+        let rows = data.len() / row;
+        if rows * row != data.len() {
+            let partial = format!(
+                "a partial row of {} bytes (a row is {row})",
+                data.len() - rows * row
+            );
+            return Err(Error::Malformed {
+                path: input.part_name(0).to_path_buf(),
+                offset: (rows * row) as u64,
+                message: partial,
+            });
+        }
+        let out_rows = self.job.map_rows(self.first, data);
+        let keys = (self.first..).map(|i| RowIndex(i as u32));
+        write_rows(keys.zip(out_rows), form, out)?;
+        let mut stats = Stats::default();
+        stats.input_bytes = data.len() as u64;
+        stats.distinct_keys = rows as u64;
+        Ok(stats)
+    }
+}
+
+impl<J: RowMap> BinaryJob for EachRow<J> {
+    fn map_records(
+        &self,
+        _runtime: &Runtime,
+        input: &Input<'_>,
+        _opts: &RunOptions,
+        out: &mut dyn Write,
+    ) -> Result<Stats> {
+        self.map_rows(input, Form::Binary, out)
+    }
+
+    fn reduce_records(
+        &self,
+        name: &str,
+        input: &mut dyn Iterator<Item = Result<Record<'_>>>,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        for (number, record) in input.enumerate() {
+            let Some(row) = record?.decode::<RowIndex, J::Row>() else {
+                return Err(Error::Malformed {
+                    path: name.into(),
+                    offset: 0,
+                    message: format!("record {}: not a row", number + 1),
+                });
+            };
+            write_rows(std::iter::once(row), Form::Binary, out)?;
+        }
+        Ok(())
+    }
 }
 
 impl<J: RowMap> StreamJob for EachRow<J> {
@@ -203,6 +275,11 @@ impl<J: RowMap> StreamJob for EachRow<J> {
         true
     }
 
+    /// A row's value as its [`Encode`] bytes: no number in text.
+    fn binary(&self) -> Option<&dyn BinaryJob> {
+        Some(self)
+    }
+
     fn map(
         &self,
         _runtime: &Runtime,
@@ -210,27 +287,7 @@ impl<J: RowMap> StreamJob for EachRow<J> {
         _opts: &RunOptions,
         out: &mut dyn Write,
     ) -> Result<Stats> {
-        let data = whole(input, "rows of a matrix")?;
-        let row = self.job.row_bytes();
-        let rows = data.len() / row;
-        if rows * row != data.len() {
-            let partial = format!(
-                "a partial row of {} bytes (a row is {row})",
-                data.len() - rows * row
-            );
-            return Err(Error::Malformed {
-                path: input.part_name(0).to_path_buf(),
-                offset: (rows * row) as u64,
-                message: partial,
-            });
-        }
-        let out_rows = self.job.map_rows(self.first, data);
-        let keys = (self.first..).map(|i| RowIndex(i as u32));
-        write_rows(keys.zip(out_rows), out)?;
-        let mut stats = Stats::default();
-        stats.input_bytes = data.len() as u64;
-        stats.distinct_keys = rows as u64;
-        Ok(stats)
+        self.map_rows(input, Form::Text, out)
     }
 
     fn combine(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
@@ -240,12 +297,12 @@ impl<J: RowMap> StreamJob for EachRow<J> {
             Ok(())
         })?;
         rows.sort_by_key(|(row, _)| *row);
-        write_rows(rows.into_iter(), out)
+        write_rows(rows.into_iter(), Form::Text, out)
     }
 
     fn reduce(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
         read_lines(name, input, KeyOrder::Sorted, |row, value: J::Row, _| {
-            write_rows(std::iter::once((row, value)), out)
+            write_rows(std::iter::once((row, value)), Form::Text, out)
         })
     }
 }

@@ -66,7 +66,7 @@ pub use matrix::{CovarianceRows, EachRow, ProductRows, RowIndex, RowMap};
 pub use sort::{Hex, SortRecords};
 pub use string_match::{FirstOffsets, Found, TargetLines, TargetOffsets};
 
-use ember::stream::{Folding, Registry, StreamJob};
+use ember::stream::{Encoded, Folding, Registry, StreamJob};
 use ember::{Error, Input, Malformed, MapResult};
 
 use crate::linear_regression::LinearRegression;
@@ -87,7 +87,7 @@ pub fn registry() -> Registry {
         "word<TAB>count: words are runs of ASCII letters, lower-cased",
         |args| {
             no_arguments(args)?;
-            Ok(Box::new(Folding(WordCount::new())) as Box<dyn StreamJob>)
+            Ok(Box::new(Encoded::new(WordCount::new())) as Box<dyn StreamJob>)
         },
     );
     registry.register(

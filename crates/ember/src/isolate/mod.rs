@@ -44,6 +44,7 @@
 //! ```
 
 mod merge;
+mod pairs;
 mod partition;
 mod protocol;
 mod registered;
@@ -64,7 +65,7 @@ pub use spawn::{kill_workers, wait_exited};
 pub use worker::worker_hook;
 
 use crate::error::{Error, Result};
-use crate::stream::Registry;
+use crate::stream::{Form, Registry};
 
 /// How [`run`] runs its workers.
 #[derive(Debug, Clone)]
@@ -200,6 +201,9 @@ pub struct Report {
     /// The input's lines, if the job numbers them
     /// ([`StreamJob::numbers_lines`](crate::stream::StreamJob::numbers_lines)).
     pub lines: Option<u64>,
+    /// The form of the output written: [`Form::Binary`] where it was asked
+    /// for and the job has it ([`Workers::run`]), else text.
+    pub form: Form,
 }
 
 impl Report {
@@ -246,7 +250,7 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<Report> {
     let mut workers = Workers::new(opts.clone())?;
-    let mut report = workers.run(registry, name, args, files, out)?;
+    let mut report = workers.run(registry, name, args, files, Form::Text, out)?;
     report.workers.extend(workers.finish());
     Ok(report)
 }
@@ -279,29 +283,38 @@ impl Workers {
     }
 
     /// Runs the job `name` of `registry` as [`run`] does, on these
-    /// workers.
+    /// workers, and writes its output in `form` where the job has it
+    /// ([`StreamJob::binary`](crate::stream::StreamJob::binary)):
+    /// [`Form::Binary`] passes the pairs from map to reduce and to `out`
+    /// as [`Record`](crate::stream::Record)s, no value in text. The
+    /// report says which form `out` holds.
     pub fn run(
         &mut self,
         registry: &Registry,
         name: &str,
         args: &[String],
         files: &[PathBuf],
+        form: Form,
         out: &mut dyn Write,
     ) -> Result<Report> {
         let opts = &self.opts;
         let job = registry.job(name, args)?;
+        let map_only = job.map_only();
+        let form = match job.binary() {
+            Some(_) => form,
+            None => Form::Text,
+        };
         let mut splits = splits::cut(files, opts, splits::Boundary::of(job.as_ref()))?;
         let lines = match job.numbers_lines() {
             true => Some(splits::number_lines(&mut splits, opts.header)?),
             false => None,
         };
-        let call = supervise::JobCall { name, args };
+        let call = supervise::JobCall { name, args, form };
         let store = opts.store()?;
         let (channels, mut tasks) = self.pool.run_all(&call, &splits, opts, &store, &[])?;
-        let map_only = job.map_only();
         let partitions = match map_only {
             true => Vec::new(),
-            false => partitions(&channels, opts.workers)?,
+            false => partitions(&channels, form, opts.workers)?,
         };
         let (reduced, reduces) = self
             .pool
@@ -321,6 +334,7 @@ impl Workers {
             workers: self.pool.take_reaped(),
             disk_channels: all.filter(|c| c.on_disk()).count(),
             lines,
+            form,
         })
     }
 
@@ -332,14 +346,19 @@ impl Workers {
     }
 }
 
-/// The reduce tasks over the map `channels`: at most `workers` key ranges
-/// of them.
-fn partitions(channels: &[spawn::Channel], workers: usize) -> Result<Vec<tasks::Partition>> {
+/// The reduce tasks over the map `channels` (their pairs in `form`): at
+/// most `workers` key ranges of them.
+fn partitions(
+    channels: &[spawn::Channel],
+    form: Form,
+    workers: usize,
+) -> Result<Vec<tasks::Partition>> {
     let maps = channels
         .iter()
         .map(spawn::Channel::map)
         .collect::<Result<Vec<_>>>()?;
-    let ranges = partition::ranges(&maps.iter().map(|m| &m[..]).collect::<Vec<_>>(), workers);
+    let runs: Vec<&[u8]> = maps.iter().map(|m| &m[..]).collect();
+    let ranges = partition::ranges(&runs, form, workers)?;
     let count = ranges.len();
     let partitions = ranges.into_iter().enumerate().map(|(index, parts)| {
         let runs = channels.iter().zip(parts).filter(|(_, r)| !r.is_empty());

@@ -9,7 +9,9 @@
 //! and two descriptors it inherits: the socket it reads its tasks from
 //! and the pipe it writes a reply to at the end of each. A task is one
 //! [`Message`]: its words (the role, `map` or `reduce`, the job's name,
-//! the output channel, the role's words, then the job's arguments) and
+//! the output channel, the form its output takes ([`form_word`]: a map of
+//! a job with a binary form may write records), the role's words, then
+//! the job's arguments) and
 //! the variables its job sees in the environment. The channel is a
 //! descriptor of the parent, which the worker opens by its name in
 //! `/proc/PARENT/fd` (so a worker inherits nothing per task). A map's
@@ -28,11 +30,13 @@ use std::io::{self, Read};
 use std::os::fd::RawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
+use crate::stream::Form;
+
 /// Set (to [`PROTOCOL`]) in a worker's environment, and only there.
 pub(super) const WORKER_ENV: &str = "EMBER_ISOLATE_WORKER";
 /// The protocol's version: a worker of another build of the program
 /// refuses to run rather than misread its arguments.
-pub(super) const PROTOCOL: &str = "3";
+pub(super) const PROTOCOL: &str = "4";
 /// The first argument of a worker.
 pub(super) const SERVE: &str = "serve";
 /// A worker's reply when its task is done.
@@ -47,6 +51,21 @@ pub const ATTEMPT_ENV: &str = "EMBER_ISOLATE_ATTEMPT";
 /// ([`StreamJob::numbers_lines`](crate::stream::StreamJob::numbers_lines)),
 /// to the index of its split's first line over all the run's files.
 pub const FIRST_LINE_ENV: &str = "ember_map_input_first_line";
+
+/// The word that names the form of a task's output (`text` or `binary`).
+pub(super) fn form_word(form: Form) -> &'static str {
+    match form {
+        Form::Text => "text",
+        Form::Binary => "binary",
+    }
+}
+
+/// The form a word of [`form_word`] names.
+pub(super) fn parse_form(word: &str) -> Option<Form> {
+    [Form::Text, Form::Binary]
+        .into_iter()
+        .find(|&f| form_word(f) == word)
+}
 
 /// A byte range of one map channel: the lines of a key range that one
 /// mapper wrote.

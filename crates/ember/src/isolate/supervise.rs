@@ -10,11 +10,11 @@ use std::io::Read;
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
 
-use super::protocol::{Message, ATTEMPT_ENV, DONE, JOB_FAILED};
+use super::protocol::{form_word, Message, ATTEMPT_ENV, DONE, JOB_FAILED};
 use super::spawn::{self, Channel, Launch, Store};
 use super::{Options, Task, TaskRun, WorkerStats};
 use crate::error::{Death, Error, Result};
-use crate::stream::Role;
+use crate::stream::{Form, Role};
 
 /// What a phase's worker is given to do: a split to map, a key range to
 /// reduce.
@@ -44,6 +44,8 @@ pub(super) struct Spec {
 pub(super) struct JobCall<'a> {
     pub(super) name: &'a str,
     pub(super) args: &'a [String],
+    /// The form of the tasks' output.
+    pub(super) form: Form,
 }
 
 impl Spec {
@@ -54,6 +56,7 @@ impl Spec {
             self.role.name().into(),
             job.name.into(),
             channel.to_string().into(),
+            form_word(job.form).into(),
         ];
         words.extend(self.words);
         words.extend(job.args.iter().map(OsString::from));

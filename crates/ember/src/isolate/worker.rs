@@ -12,12 +12,12 @@ use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 
 use super::merge;
-use super::protocol::{Message, Run, DONE, JOB_FAILED, PROTOCOL, SERVE, WORKER_ENV};
+use super::protocol::{parse_form, Message, Run, DONE, JOB_FAILED, PROTOCOL, SERVE, WORKER_ENV};
 use crate::error::{Error, Result};
 use crate::input::Input;
 use crate::options::RunOptions;
 use crate::runtime::Runtime;
-use crate::stream::{Registry, Role, StreamJob};
+use crate::stream::{Form, Registry, Role, StreamJob};
 
 /// A worker's exit status when it was started or told wrongly.
 const MISUSED: i32 = 2;
@@ -111,9 +111,9 @@ impl Worker {
             .job(&task.job, &task.args)
             .and_then(|job| match &task.work {
                 Work::Map { path, start, end } => {
-                    self.map(job.as_ref(), path, *start..*end, &channel)
+                    self.map(job.as_ref(), path, *start..*end, task.form, &channel)
                 }
-                Work::Reduce { runs } => self.reduce(job.as_ref(), runs, &channel),
+                Work::Reduce { runs } => self.reduce(job.as_ref(), runs, task.form, &channel),
             });
         let Err(e) = done else { return DONE };
         let told = channel
@@ -155,6 +155,7 @@ impl Worker {
 struct Task {
     job: String,
     channel: i32,
+    form: Form,
     work: Work,
     args: Vec<String>,
 }
@@ -177,6 +178,7 @@ impl Task {
         let role: Role = text()?.parse().ok()?;
         let job = text()?;
         let channel = text()?.parse().ok()?;
+        let form = parse_form(&text()?)?;
         let work = match role {
             Role::Map => Work::Map {
                 path: PathBuf::from(text()?),
@@ -196,6 +198,7 @@ impl Task {
         Some(Task {
             job,
             channel,
+            form,
             work,
             args,
         })
@@ -204,12 +207,13 @@ impl Task {
 
 impl Worker {
     /// Maps bytes `range` of the file at `path` with `job` on one thread,
-    /// into `channel`.
+    /// into `channel`, in `form`.
     fn map(
         &mut self,
         job: &dyn StreamJob,
         path: &Path,
         range: Range<usize>,
+        form: Form,
         channel: &File,
     ) -> Result<()> {
         let data: &[u8] = match range.is_empty() {
@@ -219,18 +223,20 @@ impl Worker {
             true => &[],
         };
         let mut out = BufWriter::with_capacity(1 << 16, channel);
-        job.map(
-            &self.runtime,
-            &Input::bytes(data),
-            &RunOptions::default(),
-            &mut out,
-        )?;
+        let (input, opts) = (Input::bytes(data), RunOptions::default());
+        match (form, job.binary()) {
+            (Form::Text, _) => job.map(&self.runtime, &input, &opts, &mut out)?,
+            (Form::Binary, Some(binary)) => {
+                binary.map_records(&self.runtime, &input, &opts, &mut out)?
+            }
+            (Form::Binary, None) => return Err(no_binary("map")),
+        };
         out.flush().map_err(|e| Error::io("<channel>", e))
     }
 
-    /// Reduces the merge of `runs` (each sorted by key) with `job`, into
-    /// `channel`.
-    fn reduce(&self, job: &dyn StreamJob, runs: &[Run], channel: &File) -> Result<()> {
+    /// Reduces the merge of `runs` (each sorted by key, in `form`) with
+    /// `job`, into `channel` in `form`.
+    fn reduce(&self, job: &dyn StreamJob, runs: &[Run], form: Form, channel: &File) -> Result<()> {
         let maps = runs
             .iter()
             .map(|run| {
@@ -245,11 +251,24 @@ impl Worker {
                 }
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut merged = merge::Lines::new(maps.iter().map(|(m, r)| &m[r.clone()]).collect());
+        let merged = merge::Merged::new(form, maps.iter().map(|(m, r)| &m[r.clone()]).collect());
         let mut out = BufWriter::with_capacity(1 << 16, channel);
-        job.reduce("<map output>", &mut merged, &mut out)?;
+        let name = "<map output>";
+        match (form, job.binary()) {
+            (Form::Text, _) => job.reduce(name, &mut merged.lines(), &mut out)?,
+            (Form::Binary, Some(binary)) => {
+                binary.reduce_records(name, &mut merged.records(), &mut out)?
+            }
+            (Form::Binary, None) => return Err(no_binary("reduce")),
+        }
         out.flush().map_err(|e| Error::io("<channel>", e))
     }
+}
+
+/// The error for a task asked for a binary form its job does not have: a
+/// parent of another build.
+fn no_binary(role: &str) -> Error {
+    Error::InvalidInput(format!("this job's {role} has no binary form"))
 }
 
 /// The file at `path`, memory-mapped read-only: the mapping in `cache` if

@@ -3,9 +3,11 @@
 
 use std::collections::btree_map::{BTreeMap, Entry};
 use std::io::{BufRead, Write};
+use std::ops::Range;
 use std::path::PathBuf;
 
 use super::partial::Partial;
+use super::record::{push_record, Record};
 use super::text::Text;
 use crate::combine::Combiner;
 use crate::error::{Error, Result};
@@ -13,6 +15,7 @@ use crate::input::Input;
 use crate::job::{Job, Records, StateOf};
 use crate::options::RunOptions;
 use crate::runtime::Runtime;
+use crate::spill::Encode;
 use crate::stats::Stats;
 
 /// How a map process takes its standard input.
@@ -114,6 +117,14 @@ pub trait StreamJob: Send + Sync {
     fn map_only(&self) -> bool {
         false
     }
+    /// The job in binary form, if it has one: an isolated run
+    /// ([`crate::isolate::Workers::run`]) asked for
+    /// [`Form::Binary`](super::Form::Binary) passes its pairs through its
+    /// channels and to its caller as [`Record`]s rather than lines.
+    /// Default: none.
+    fn binary(&self) -> Option<&dyn BinaryJob> {
+        None
+    }
     /// Maps `input` on `runtime` with `opts` and writes the partial
     /// aggregates: one `key<TAB>state` line per distinct key, in the
     /// order of the keys' text (the order reduce reads).
@@ -135,6 +146,29 @@ pub trait StreamJob: Send + Sync {
     /// and writes their outputs one after the other, as Hadoop's several
     /// reducers do.
     fn reduce(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()>;
+}
+
+/// A job's map and reduce in binary form ([`StreamJob::binary`]): the
+/// pairs its text form writes as lines, written as [`Record`]s (the key's
+/// text, the value's [`Encode`] bytes), in the same order.
+pub trait BinaryJob: Send + Sync {
+    /// As [`StreamJob::map`], writing a record where that writes a line.
+    fn map_records(
+        &self,
+        runtime: &Runtime,
+        input: &Input<'_>,
+        opts: &RunOptions,
+        out: &mut dyn Write,
+    ) -> Result<Stats>;
+    /// As [`StreamJob::reduce`], over records sorted by the key's text
+    /// (as its lines are), writing a record where that writes a line.
+    /// `name` names the input in errors.
+    fn reduce_records(
+        &self,
+        name: &str,
+        input: &mut dyn Iterator<Item = Result<Record<'_>>>,
+        out: &mut dyn Write,
+    ) -> Result<()>;
 }
 
 /// A [`Job`] in the streaming contract: its map output is its combiner's
@@ -180,31 +214,164 @@ where
     }
 
     fn reduce(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
-        let combiner = self.0.combiner();
         let mut line = Vec::new();
-        let mut finish = |key: J::Key, state| {
-            let value = combiner.finish(state, |r| self.0.reduce(&key, r));
-            write_line(&mut line, &key, &value, out)
+        let each = |f: &mut dyn FnMut(Option<J::Key>, StateOf<J>) -> Result<()>| {
+            let mut lines = Lines::new(name, input, KeyOrder::Sorted);
+            lines.each(|key, state, new_key| f(new_key.then_some(key), state))
         };
-        let mut group: Option<(J::Key, StateOf<J>)> = None;
-        Lines::new(name, input, KeyOrder::Sorted).each(|key: J::Key, state, new_key| {
-            group = match group.take() {
-                Some((k, mut s)) if !new_key => {
-                    combiner.merge(&mut s, state);
-                    Some((k, s))
-                }
-                Some((k, s)) => {
-                    finish(k, s)?;
-                    Some((key, state))
-                }
-                None => Some((key, state)),
-            };
+        fold_sorted(&self.0, each, |key, value| {
+            write_line(&mut line, key, &value, out)
+        })
+    }
+}
+
+/// Folds the states of a sorted stream into one per key, and calls
+/// `write` with each key and its reduced output, in order. `each` feeds
+/// the stream to its argument: a state, with its key where it is the
+/// first of the key (a new key's text differs from the one before's).
+fn fold_sorted<J: Job>(
+    job: &J,
+    each: impl FnOnce(&mut dyn FnMut(Option<J::Key>, StateOf<J>) -> Result<()>) -> Result<()>,
+    mut write: impl FnMut(&J::Key, J::Out) -> Result<()>,
+) -> Result<()> {
+    let combiner = job.combiner();
+    let mut finish = |key: J::Key, state| {
+        let value = combiner.finish(state, |r| job.reduce(&key, r));
+        write(&key, value)
+    };
+    let mut group: Option<(J::Key, StateOf<J>)> = None;
+    each(&mut |key, state| {
+        group = match (group.take(), key) {
+            (Some((k, mut s)), None) => {
+                combiner.merge(&mut s, state);
+                Some((k, s))
+            }
+            (Some((k, s)), Some(key)) => {
+                finish(k, s)?;
+                Some((key, state))
+            }
+            (None, Some(key)) => Some((key, state)),
+            (None, None) => unreachable!("the first state of a stream starts a key"),
+        };
+        Ok(())
+    })?;
+    match group {
+        Some((k, s)) => finish(k, s),
+        None => Ok(()),
+    }
+}
+
+/// A [`Folding`] job whose combiner state and output are also [`Encode`]:
+/// it has a binary form ([`StreamJob::binary`]), its states and outputs
+/// passed as their bytes.
+#[derive(Debug)]
+pub struct Encoded<J>(pub Folding<J>);
+
+impl<J> Encoded<J> {
+    /// `job` in the streaming contract, with a binary form.
+    pub fn new(job: J) -> Self {
+        Encoded(Folding(job))
+    }
+}
+
+impl<J> StreamJob for Encoded<J>
+where
+    J: Job + Send,
+    J::Key: Text,
+    StateOf<J>: Text + Encode,
+    J::Out: Text + Encode,
+{
+    fn records(&self) -> Records {
+        self.0.records()
+    }
+
+    fn binary(&self) -> Option<&dyn BinaryJob> {
+        Some(self)
+    }
+
+    fn map(
+        &self,
+        runtime: &Runtime,
+        input: &Input<'_>,
+        opts: &RunOptions,
+        out: &mut dyn Write,
+    ) -> Result<Stats> {
+        self.0.map(runtime, input, opts, out)
+    }
+
+    fn combine(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+        self.0.combine(name, input, out)
+    }
+
+    fn reduce(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+        self.0.reduce(name, input, out)
+    }
+}
+
+impl<J> BinaryJob for Encoded<J>
+where
+    J: Job + Send,
+    J::Key: Text,
+    StateOf<J>: Text + Encode,
+    J::Out: Text + Encode,
+{
+    fn map_records(
+        &self,
+        runtime: &Runtime,
+        input: &Input<'_>,
+        opts: &RunOptions,
+        out: &mut dyn Write,
+    ) -> Result<Stats> {
+        let partials = runtime.run_with(&Partial(&self.0 .0), input, opts)?;
+        let pairs = partials.pairs.iter().map(|(k, s)| (k, s));
+        write_sorted(pairs, push_record, out)?;
+        Ok(partials.stats)
+    }
+
+    fn reduce_records(
+        &self,
+        name: &str,
+        input: &mut dyn Iterator<Item = Result<Record<'_>>>,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        let mut record = Vec::new();
+        let each = |f: &mut dyn FnMut(Option<J::Key>, StateOf<J>) -> Result<()>| {
+            // The text of the record before's key (reused: no allocation
+            // per key).
+            let mut last = Vec::new();
+            for (number, r) in input.enumerate() {
+                let r = r?;
+                let bad = |what: &str| Error::Malformed {
+                    path: PathBuf::from(name),
+                    offset: 0,
+                    message: format!("record {}: {what}", number + 1),
+                };
+                let key = match number == 0 || last != r.key {
+                    true => {
+                        if number > 0 && last.as_slice() > r.key {
+                            return Err(bad(
+                                "keys out of order: input to reduce must be sorted by key",
+                            ));
+                        }
+                        last.clear();
+                        last.extend_from_slice(r.key);
+                        Some(J::Key::read_text(r.key).ok_or_else(|| bad("bad key"))?)
+                    }
+                    false => None,
+                };
+                let mut value = r.value;
+                let state = StateOf::<J>::decode(&mut value)
+                    .filter(|_| value.is_empty())
+                    .ok_or_else(|| bad("bad value"))?;
+                f(key, state)?;
+            }
             Ok(())
-        })?;
-        match group {
-            Some((k, s)) => finish(k, s),
-            None => Ok(()),
-        }
+        };
+        fold_sorted(&self.0 .0, each, |key, value| {
+            record.clear();
+            push_record(&mut record, key, &value);
+            out.write_all(&record).map_err(|e| Error::io("<output>", e))
+        })
     }
 }
 
@@ -215,22 +382,33 @@ fn write_in_text_order<'p, K: Text + 'p, V: Text + 'p>(
     pairs: impl Iterator<Item = (&'p K, &'p V)>,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let mut text = Vec::new();
-    let mut lines = Vec::new(); // (start, end of key, end)
+    write_sorted(pairs, push_line, out)
+}
+
+/// Writes each of `pairs` (in key order) with `push`, which appends a
+/// pair to a buffer and returns where its key's text lies there, in the
+/// order of the keys' text.
+fn write_sorted<'p, K: 'p, V: 'p>(
+    pairs: impl Iterator<Item = (&'p K, &'p V)>,
+    push: impl Fn(&mut Vec<u8>, &K, &V) -> Range<usize>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut bytes = Vec::new();
+    let mut written = Vec::new(); // (start, its key's text, end)
     let mut in_order = true;
     for (key, value) in pairs {
-        let start = text.len();
-        let key_end = push_line(&mut text, key, value);
-        if let Some(&(s, k, _)) = lines.last() {
-            in_order &= text[s..k] <= text[start..key_end];
+        let start = bytes.len();
+        let key_text = push(&mut bytes, key, value);
+        if let Some((_, last, _)) = written.last() {
+            in_order &= bytes[Range::clone(last)] <= bytes[key_text.clone()];
         }
-        lines.push((start, key_end, text.len()));
+        written.push((start, key_text, bytes.len()));
     }
     if !in_order {
-        lines.sort_unstable_by(|a, b| text[a.0..a.1].cmp(&text[b.0..b.1]));
+        written.sort_unstable_by(|a, b| bytes[a.1.clone()].cmp(&bytes[b.1.clone()]));
     }
-    for &(start, _, end) in &lines {
-        out.write_all(&text[start..end])
+    for (start, _, end) in written {
+        out.write_all(&bytes[start..end])
             .map_err(|e| Error::io("<output>", e))?;
     }
     Ok(())
@@ -249,14 +427,15 @@ fn write_line<K: Text, V: Text>(
 }
 
 /// Appends `key<TAB>value<LF>` to `text`; returns where the key's text
-/// ends in it.
-fn push_line<K: Text, V: Text>(text: &mut Vec<u8>, key: &K, value: &V) -> usize {
+/// lies in it.
+fn push_line<K: Text, V: Text>(text: &mut Vec<u8>, key: &K, value: &V) -> Range<usize> {
+    let start = text.len();
     key.write_text(text);
     let key_end = text.len();
     text.push(b'\t');
     value.write_text(text);
     text.push(b'\n');
-    key_end
+    start..key_end
 }
 
 /// `key<TAB>value` lines read one at a time, with their place for errors.

@@ -58,9 +58,11 @@
 
 mod contract;
 mod partial;
+mod record;
 mod registry;
 mod text;
 
-pub use contract::{read_lines, Folding, KeyOrder, MapInput, StreamJob};
+pub use contract::{read_lines, BinaryJob, Encoded, Folding, KeyOrder, MapInput, StreamJob};
+pub use record::{push_record, records, Form, Record, Records};
 pub use registry::{main, run, Factory, Registry, Role};
 pub use text::{escape, unescape, Text};
