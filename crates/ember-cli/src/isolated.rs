@@ -125,12 +125,16 @@ pub(crate) fn run_past_header<K: Text + Ord, V: Text>(
     files: &[PathBuf],
     header: u64,
 ) -> Result<Isolated<K, V>> {
-    let input = Files {
-        paths: files,
-        header,
+    let call = Call {
+        job,
+        args,
+        input: Files {
+            paths: files,
+            header,
+        },
+        form: Form::Text,
     };
-    let decode = |out: &[u8], _| decode::<K, V>(out);
-    run_decoded(session, run, iso, (job, args), input, Form::Text, decode)
+    run_decoded(session, run, iso, call, |out, _| decode::<K, V>(out))
 }
 
 /// As [`run`], for a job with a binary form (word count, the inverted
@@ -156,27 +160,28 @@ pub(crate) fn run_binary_past_header<K: Text + Ord, V: Text + Encode>(
     files: &[PathBuf],
     header: u64,
 ) -> Result<Isolated<K, V>> {
-    let input = Files {
-        paths: files,
-        header,
+    let call = Call {
+        job,
+        args,
+        input: Files {
+            paths: files,
+            header,
+        },
+        form: Form::Binary,
     };
-    let decode = |out: &[u8], form| match form {
+    run_decoded(session, run, iso, call, |out, form| match form {
         Form::Text => decode::<K, V>(out),
         Form::Binary => decode_records::<K, V>(out),
-    };
-    run_decoded(session, run, iso, (job, args), input, Form::Binary, decode)
+    })
 }
 
-/// Runs the registry's job `job.0` (made from `job.1`) on the workers of
-/// `session` over `input`, its output asked for in `form`, and turns the
-/// output (in the form the run wrote) into pairs with `decode`.
+/// Runs `call` on the workers of `session` and turns its output (in the
+/// form the run wrote) into pairs with `decode`.
 fn run_decoded<K: Ord, V>(
     session: &mut Session,
     run: &RunArgs,
     iso: &IsolateArgs,
-    (job, args): (&str, &[String]),
-    input: Files<'_>,
-    form: Form,
+    call: Call<'_>,
     decode: impl FnOnce(&[u8], Form) -> Result<Vec<(K, V)>>,
 ) -> Result<Isolated<K, V>> {
     let mut out = Vec::new();
@@ -185,7 +190,7 @@ fn run_decoded<K: Ord, V>(
         run,
         lines,
         form,
-    } = run_into(session, run, iso, job, args, input, form, &mut out)?;
+    } = run_into(session, run, iso, call, &mut out)?;
     let mut pairs = decode(&out, form)?;
     pairs.sort_by(|a, b| a.0.cmp(&b.0));
     stats.distinct_keys = pairs.len() as u64;
@@ -217,20 +222,31 @@ pub(crate) struct Files<'a> {
     pub(crate) header: u64,
 }
 
-/// Runs the registry's job as [`run`] does, on the workers of `session`,
-/// but writes its output to `out` as it is (sort's records), in `form`
+/// An isolated run's job: the registry's job `job` made from `args`,
+/// over `input`, its output asked for in `form`.
+pub(crate) struct Call<'a> {
+    pub(crate) job: &'a str,
+    pub(crate) args: &'a [String],
+    pub(crate) input: Files<'a>,
+    pub(crate) form: Form,
+}
+
+/// Runs `call` as [`run`] does, on the workers of `session`, but writes
+/// its output to `out` as it is (sort's records), in the form asked for
 /// where the job has it.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_into(
     session: &mut Session,
     run: &RunArgs,
     iso: &IsolateArgs,
-    job: &str,
-    args: &[String],
-    input: Files<'_>,
-    form: Form,
+    call: Call<'_>,
     out: &mut dyn Write,
 ) -> Result<Ran> {
+    let Call {
+        job,
+        args,
+        input,
+        form,
+    } = call;
     if let Some(option) = unsupported(run) {
         bail!("{option}: not with --isolate (a worker maps its split with the job's defaults)");
     }

@@ -71,16 +71,15 @@ fn isolated(a: Args) -> Result<()> {
     };
     // The output appears only once whole (see `output`).
     let mut w = output::create(&a.out)?;
-    let isolated::Ran { stats, run, .. } = isolated::run_into(
-        &mut isolated::Session::one_run(),
-        &a.run,
-        &a.isolate,
-        "sort",
-        &[],
+    let call = isolated::Call {
+        job: "sort",
+        args: &[],
         input,
-        ember::stream::Form::Text,
-        &mut w,
-    )?;
+        form: ember::stream::Form::Text,
+    };
+    let session = &mut isolated::Session::one_run();
+    let isolated::Ran { stats, run, .. } =
+        isolated::run_into(session, &a.run, &a.isolate, call, &mut w)?;
     w.finish()?;
     eprintln!(
         "# {} records sorted in {:.3} s (isolated, written as the reduce workers' outputs were read)",

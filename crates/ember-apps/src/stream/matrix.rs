@@ -246,11 +246,8 @@ impl<J: RowMap> BinaryJob for EachRow<J> {
     ) -> Result<()> {
         for (number, record) in input.enumerate() {
             let Some(row) = record?.decode::<RowIndex, J::Row>() else {
-                return Err(Error::Malformed {
-                    path: name.into(),
-                    offset: 0,
-                    message: format!("record {}: not a row", number + 1),
-                });
+                let message = format!("{name}, record {}: not a row", number + 1);
+                return Err(Error::InvalidInput(message));
             };
             write_rows(std::iter::once(row), Form::Binary, out)?;
         }

@@ -24,7 +24,7 @@
 //!   fails with [`Error::WorkerDied`] naming the split (or
 //!   [`Error::ReducerDied`] naming the key range);
 //! - the keys are cut into up to [`Options::workers`] ranges of about
-//!   equal bytes ([`partition`]); a range's lines are a byte range of each
+//!   equal bytes ([`partition`]); a range's pairs are a byte range of each
 //!   map channel (the channel of that mapper and reducer), which a reduce
 //!   task, on the same workers, merges and reduces with the job's
 //!   `reduce` into a channel of its own;

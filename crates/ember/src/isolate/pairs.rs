@@ -21,7 +21,7 @@ pub(super) fn first(form: Form, rest: &[u8]) -> Option<Pair<'_>> {
             let len = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
             let key_end = memchr::memchr2(b'\t', b'\n', rest).unwrap_or(rest.len());
             Some(Pair {
-                key: &rest[..key_end.min(len)],
+                key: &rest[..key_end],
                 len,
             })
         }

@@ -9,9 +9,10 @@
 //! output is not `key<TAB>value` lines, such as sort's records, stays
 //! ordered), and a mapper writes one channel, not one per reducer.
 //!
-//! A channel's pairs are lines or records ([`Form`]); records cannot be
-//! found from an arbitrary byte, so each channel is walked once and every
-//! [`STEP`]-th pair's start kept: the samples and the searches start there.
+//! A channel's pairs are lines or records ([`Form`]). A line starts after
+//! a newline, found from any byte; a record cannot be, so a channel of
+//! records is walked once and some of its starts kept ([`Index`]): the
+//! samples and the searches start there.
 
 use std::ops::Range;
 
@@ -19,11 +20,11 @@ use super::pairs;
 use crate::error::{Error, Result};
 use crate::stream::Form;
 
-/// Lines sampled from the channels per partition wanted: enough that the
+/// Pairs sampled from the channels per partition wanted: enough that the
 /// ranges' shares of the bytes come out near equal.
 const SAMPLES_PER_PARTITION: usize = 16;
 
-/// Pairs between two kept starts of a channel's [`Index`].
+/// Records between two kept starts of a channel's [`Index`].
 const STEP: usize = 64;
 
 /// For `runs`, each sorted by key text, at most `partitions` key ranges
@@ -107,19 +108,29 @@ fn mark(k: usize, len: usize, probes: usize) -> usize {
     k * len / probes
 }
 
-/// A run, and the start of every [`STEP`]-th pair in it and of the first
-/// pair at or after each of its byte steps ([`mark`]).
+/// A run, and where its pairs start: lines are found from any byte;
+/// records from the starts kept when the run was walked, of every
+/// [`STEP`]-th record and of the first at or after each byte step
+/// ([`mark`]).
 struct Index<'a> {
     run: &'a [u8],
     form: Form,
-    /// The starts kept, in order.
-    starts: Vec<usize>,
+    /// The records' starts kept, in order (`None` for lines).
+    starts: Option<Vec<usize>>,
 }
 
 impl<'a> Index<'a> {
-    /// The index of `run` with `probes` byte steps, walked pair by pair;
-    /// `None` if its last record is cut short.
+    /// The index of `run` with `probes` byte steps; `None` if its last
+    /// record is cut short. Records are walked one by one; lines are not
+    /// read here (sort's channels hold all its input).
     fn new(run: &'a [u8], form: Form, probes: usize) -> Option<Index<'a>> {
+        if form == Form::Text {
+            return Some(Index {
+                run,
+                form,
+                starts: None,
+            });
+        }
         let (mut at, mut n, mut k, mut starts) = (0, 0, 0, Vec::new());
         while at < run.len() {
             let on_step = k < probes && at >= mark(k, run.len(), probes);
@@ -132,30 +143,43 @@ impl<'a> Index<'a> {
             at += pairs::first(form, &run[at..])?.len;
             n += 1;
         }
+        let starts = Some(starts);
         Some(Index { run, form, starts })
+    }
+
+    /// The pair starting at `at` (a pair's start, before the run's end).
+    fn pair_at(&self, at: usize) -> pairs::Pair<'a> {
+        pairs::first(self.form, &self.run[at..]).expect("a start of a walked run")
     }
 
     /// The key's text of the pair starting at `at`.
     fn key_at(&self, at: usize) -> &'a [u8] {
-        pairs::first(self.form, &self.run[at..]).map_or(&[], |p| p.key)
+        self.pair_at(at).key
     }
 
-    /// The first kept start at or after byte `at` (the run's end if none):
-    /// at a byte step, the first pair's there.
+    /// The first pair start at or after byte `at` (the run's end if none):
+    /// of records, the first kept one, which at a byte step is the first.
     fn start_at(&self, at: usize) -> usize {
-        let i = self.starts.partition_point(|&s| s < at);
-        self.starts.get(i).copied().unwrap_or(self.run.len())
+        let Some(starts) = &self.starts else {
+            return line_start(self.run, at);
+        };
+        let i = starts.partition_point(|&s| s < at);
+        starts.get(i).copied().unwrap_or(self.run.len())
     }
 
-    /// Where the first pair whose key is not below `key` starts.
+    /// Where the first pair whose key is not below `key` starts: lines
+    /// bisected by bytes, records walked from the last kept start below.
     fn lower_bound(&self, key: &[u8]) -> usize {
-        let i = self.starts.partition_point(|&s| self.key_at(s) < key);
+        let Some(starts) = &self.starts else {
+            return self.bisect_lines(key);
+        };
+        let i = starts.partition_point(|&s| self.key_at(s) < key);
         let mut at = match i {
             0 => 0,
-            i => self.starts[i - 1],
+            i => starts[i - 1],
         };
         while at < self.run.len() {
-            let pair = pairs::first(self.form, &self.run[at..]).expect("walked in new");
+            let pair = self.pair_at(at);
             if pair.key >= key {
                 break;
             }
@@ -163,6 +187,34 @@ impl<'a> Index<'a> {
         }
         at
     }
+
+    /// [`Index::lower_bound`] of lines.
+    fn bisect_lines(&self, key: &[u8]) -> usize {
+        // `lo` and `hi` are line starts: the lines before `lo` have keys
+        // below `key`, the line at `hi` (if any) does not.
+        let (mut lo, mut hi) = (0, self.run.len());
+        while lo < hi {
+            let mut mid = line_start(self.run, lo + (hi - lo) / 2);
+            if mid >= hi {
+                mid = lo;
+            }
+            let pair = self.pair_at(mid);
+            if pair.key < key {
+                lo = mid + pair.len;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
+/// Where the first line at or after byte `at` starts (`run.len()` if none).
+fn line_start(run: &[u8], at: usize) -> usize {
+    if at == 0 {
+        return 0;
+    }
+    memchr::memchr(b'\n', &run[at - 1..]).map_or(run.len(), |i| at + i)
 }
 
 #[cfg(test)]

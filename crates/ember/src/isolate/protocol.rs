@@ -67,7 +67,7 @@ pub(super) fn parse_form(word: &str) -> Option<Form> {
         .find(|&f| form_word(f) == word)
 }
 
-/// A byte range of one map channel: the lines of a key range that one
+/// A byte range of one map channel: the pairs of a key range that one
 /// mapper wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Run {

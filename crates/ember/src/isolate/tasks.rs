@@ -70,7 +70,7 @@ impl Assignment for Split {
 }
 
 /// A key range of the run's keys, reduced by one worker: its index among
-/// the ranges (in key order) and its lines in each map channel.
+/// the ranges (in key order) and its pairs in each map channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Partition {
     pub(super) index: usize,

@@ -195,9 +195,7 @@ where
         opts: &RunOptions,
         out: &mut dyn Write,
     ) -> Result<Stats> {
-        let partials = runtime.run_with(&Partial(&self.0), input, opts)?;
-        write_in_text_order(partials.pairs.iter().map(|(k, s)| (k, s)), out)?;
-        Ok(partials.stats)
+        map_sorted(&self.0, runtime, (input, opts), push_line, out)
     }
 
     fn combine(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
@@ -223,6 +221,24 @@ where
             write_line(&mut line, key, &value, out)
         })
     }
+}
+
+/// Maps `input` with `job` on `runtime` into one state per key, and
+/// writes each pair with `push` (as [`write_sorted`]), in the order of
+/// the keys' text.
+fn map_sorted<J>(
+    job: &J,
+    runtime: &Runtime,
+    (input, opts): (&Input<'_>, &RunOptions),
+    push: impl Fn(&mut Vec<u8>, &J::Key, &StateOf<J>) -> Range<usize>,
+    out: &mut dyn Write,
+) -> Result<Stats>
+where
+    J: Job + Send,
+{
+    let partials = runtime.run_with(&Partial(job), input, opts)?;
+    write_sorted(partials.pairs.iter().map(|(k, s)| (k, s)), push, out)?;
+    Ok(partials.stats)
 }
 
 /// Folds the states of a sorted stream into one per key, and calls
@@ -322,10 +338,7 @@ where
         opts: &RunOptions,
         out: &mut dyn Write,
     ) -> Result<Stats> {
-        let partials = runtime.run_with(&Partial(&self.0 .0), input, opts)?;
-        let pairs = partials.pairs.iter().map(|(k, s)| (k, s));
-        write_sorted(pairs, push_record, out)?;
-        Ok(partials.stats)
+        map_sorted(&self.0 .0, runtime, (input, opts), push_record, out)
     }
 
     fn reduce_records(
@@ -336,27 +349,14 @@ where
     ) -> Result<()> {
         let mut record = Vec::new();
         let each = |f: &mut dyn FnMut(Option<J::Key>, StateOf<J>) -> Result<()>| {
-            // The text of the record before's key (reused: no allocation
-            // per key).
-            let mut last = Vec::new();
+            let mut keys = KeyTexts::new(KeyOrder::Sorted);
             for (number, r) in input.enumerate() {
                 let r = r?;
-                let bad = |what: &str| Error::Malformed {
-                    path: PathBuf::from(name),
-                    offset: 0,
-                    message: format!("record {}: {what}", number + 1),
+                let bad = |what: &str| {
+                    Error::InvalidInput(format!("{name}, record {}: {what}", number + 1))
                 };
-                let key = match number == 0 || last != r.key {
-                    true => {
-                        if number > 0 && last.as_slice() > r.key {
-                            return Err(bad(
-                                "keys out of order: input to reduce must be sorted by key",
-                            ));
-                        }
-                        last.clear();
-                        last.extend_from_slice(r.key);
-                        Some(J::Key::read_text(r.key).ok_or_else(|| bad("bad key"))?)
-                    }
+                let key = match keys.next(r.key).map_err(bad)? {
+                    true => Some(J::Key::read_text(r.key).ok_or_else(|| bad("bad key"))?),
                     false => None,
                 };
                 let mut value = r.value;
@@ -438,6 +438,41 @@ fn push_line<K: Text, V: Text>(text: &mut Vec<u8>, key: &K, value: &V) -> Range<
     start..key_end
 }
 
+/// The keys' texts of a stream of pairs, one after the other: whether
+/// each starts a key, and, in [`KeyOrder::Sorted`], that none sorts
+/// before the one before.
+struct KeyTexts {
+    order: KeyOrder,
+    /// The key before's text (reused: no allocation per key).
+    last: Vec<u8>,
+    started: bool,
+}
+
+impl KeyTexts {
+    fn new(order: KeyOrder) -> Self {
+        KeyTexts {
+            order,
+            last: Vec::new(),
+            started: false,
+        }
+    }
+
+    /// Whether `key`'s text differs from the key before's (the first key
+    /// does); an error if it sorts before it where the order matters.
+    fn next(&mut self, key: &[u8]) -> std::result::Result<bool, &'static str> {
+        if self.started && self.last == key {
+            return Ok(false);
+        }
+        if self.started && self.order == KeyOrder::Sorted && self.last.as_slice() > key {
+            return Err("keys out of order: input to reduce must be sorted by key");
+        }
+        self.started = true;
+        self.last.clear();
+        self.last.extend_from_slice(key);
+        Ok(true)
+    }
+}
+
 /// `key<TAB>value` lines read one at a time, with their place for errors.
 struct Lines<'a> {
     name: &'a str,
@@ -467,8 +502,7 @@ impl<'a> Lines<'a> {
         mut f: impl FnMut(K, V, bool) -> Result<()>,
     ) -> Result<()> {
         let mut buf = Vec::new();
-        // The text of the line before's key (reused: no allocation per key).
-        let mut last_key = Vec::new();
+        let mut keys = KeyTexts::new(self.order);
         loop {
             buf.clear();
             let n = self
@@ -481,19 +515,7 @@ impl<'a> Lines<'a> {
             self.number += 1;
             let text = buf.strip_suffix(b"\n").unwrap_or(&buf);
             let (key_text, key, value) = self.parse(text)?;
-            let new_key = self.number == 1 || last_key != key_text;
-            if new_key {
-                if self.order == KeyOrder::Sorted
-                    && self.number > 1
-                    && last_key.as_slice() > key_text
-                {
-                    return Err(
-                        self.malformed("keys out of order: input to reduce must be sorted by key")
-                    );
-                }
-                last_key.clear();
-                last_key.extend_from_slice(key_text);
-            }
+            let new_key = keys.next(key_text).map_err(|e| self.malformed(e))?;
             f(key, value, new_key)?;
             self.offset += n as u64;
         }

@@ -139,8 +139,15 @@ mod tests {
         let mut out = Vec::new();
         push_record(&mut out, &Bytes::from(&b"a\tb"[..]), &3u64);
         push_record(&mut out, &Bytes::from(&b"long"[..]), &long);
+        // A key of 200 bytes: its length takes two bytes too.
+        let long_key = Bytes::from(&[b'k'; 200][..]);
+        let start = out.len();
+        let key = push_record(&mut out, &long_key, &1u8);
+        assert_eq!(key.start, start + 2);
+        assert_eq!(&out[key], &[b'k'; 200][..]);
         let read: Vec<Record> = records("x", &out).collect::<Result<_>>().unwrap();
-        assert_eq!(read.len(), 2);
+        assert_eq!(read.len(), 3);
+        assert_eq!(read[2].decode::<Bytes, u8>(), Some((long_key, 1)));
         assert_eq!(read[0].key, b"a\\tb");
         assert_eq!(
             read[0].decode::<Bytes, u64>(),
