@@ -125,15 +125,7 @@ pub(crate) fn run_past_header<K: Text + Ord, V: Text>(
     files: &[PathBuf],
     header: u64,
 ) -> Result<Isolated<K, V>> {
-    let call = Call {
-        job,
-        args,
-        input: Files {
-            paths: files,
-            header,
-        },
-        form: Form::Text,
-    };
+    let call = Call::new(job, args, files, header, Form::Text);
     run_decoded(session, run, iso, call, |out, _| decode::<K, V>(out))
 }
 
@@ -160,15 +152,7 @@ pub(crate) fn run_binary_past_header<K: Text + Ord, V: Text + Encode>(
     files: &[PathBuf],
     header: u64,
 ) -> Result<Isolated<K, V>> {
-    let call = Call {
-        job,
-        args,
-        input: Files {
-            paths: files,
-            header,
-        },
-        form: Form::Binary,
-    };
+    let call = Call::new(job, args, files, header, Form::Binary);
     run_decoded(session, run, iso, call, |out, form| match form {
         Form::Text => decode::<K, V>(out),
         Form::Binary => decode_records::<K, V>(out),
@@ -229,6 +213,26 @@ pub(crate) struct Call<'a> {
     pub(crate) args: &'a [String],
     pub(crate) input: Files<'a>,
     pub(crate) form: Form,
+}
+
+impl<'a> Call<'a> {
+    /// The job `job` made from `args` over `files`, each past its first
+    /// `header` bytes, its output asked for in `form`.
+    fn new(
+        job: &'a str,
+        args: &'a [String],
+        paths: &'a [PathBuf],
+        header: u64,
+        form: Form,
+    ) -> Self {
+        let input = Files { paths, header };
+        Call {
+            job,
+            args,
+            input,
+            form,
+        }
+    }
 }
 
 /// Runs `call` as [`run`] does, on the workers of `session`, but writes

@@ -208,7 +208,7 @@ where
             }
             Ok(())
         })?;
-        write_in_text_order(states.iter(), out)
+        write_sorted(states.iter(), push_line, out)
     }
 
     fn reduce(&self, name: &str, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
@@ -375,19 +375,11 @@ where
     }
 }
 
-/// Writes `key<TAB>value<LF>` lines for `pairs`, given in key order, in
-/// the order of the keys' text (which differs where keys have escaped
-/// bytes: a backslash sorts before letters), the order reduce reads.
-fn write_in_text_order<'p, K: Text + 'p, V: Text + 'p>(
-    pairs: impl Iterator<Item = (&'p K, &'p V)>,
-    out: &mut dyn Write,
-) -> Result<()> {
-    write_sorted(pairs, push_line, out)
-}
-
 /// Writes each of `pairs` (in key order) with `push`, which appends a
-/// pair to a buffer and returns where its key's text lies there, in the
-/// order of the keys' text.
+/// pair (a line or a record) to a buffer and returns where its key's text
+/// lies there, in the order of the keys' text (which differs where keys
+/// have escaped bytes: a backslash sorts before letters), the order
+/// reduce reads.
 fn write_sorted<'p, K: 'p, V: 'p>(
     pairs: impl Iterator<Item = (&'p K, &'p V)>,
     push: impl Fn(&mut Vec<u8>, &K, &V) -> Range<usize>,
