@@ -429,8 +429,8 @@ fn decode_records<K: Text, V: Encode>(out: &[u8]) -> Result<Vec<(K, V)>> {
     Ok(pairs)
 }
 
-/// An isolated run on standard error: its tasks, every task attempt its
-/// worker died on, and every worker process (the tasks it did, how it
+/// An isolated run on standard error: its tasks, its phases' wall times,
+/// every task attempt its worker died on, and every worker process (the tasks it did, how it
 /// died if it did, peak RSS and page faults).
 pub(crate) fn print_report(report: &Report) {
     eprintln!(
@@ -443,6 +443,15 @@ pub(crate) fn print_report(report: &Report) {
         report.major_faults(),
         report.disk_channels,
         report.splits + report.partitions
+    );
+    let t = &report.times;
+    eprintln!(
+        "phases: split {:.3} s, map {:.3} s, key ranges {:.3} s, reduce {:.3} s, output {:.3} s",
+        t.split.as_secs_f64(),
+        t.map.as_secs_f64(),
+        t.partition.as_secs_f64(),
+        t.reduce.as_secs_f64(),
+        t.output.as_secs_f64()
     );
     for t in report.tasks.iter().filter(|t| t.death.is_some()) {
         let death = t.death.map(|d| d.to_string()).unwrap_or_default();

@@ -296,6 +296,7 @@ fn isolated_workers_report_their_stats() {
     assert!(stderr.contains("key ranges 2,"), "{stderr}");
     assert!(stderr.contains("retries 0"), "{stderr}");
     assert!(stderr.contains("worker processes 2,"), "{stderr}");
+    assert!(stderr.contains("\nphases: split "), "{stderr}");
     let workers = stderr
         .lines()
         .filter(|l| l.contains(" tasks, ok, peak RSS "));

@@ -57,6 +57,7 @@ mod worker;
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 pub use crate::runtime::Isolation;
 pub use protocol::{ATTEMPT_ENV, FIRST_LINE_ENV};
@@ -204,6 +205,25 @@ pub struct Report {
     /// The form of the output written: [`Form::Binary`] where it was asked
     /// for and the job has it ([`Workers::run`]), else text.
     pub form: Form,
+    /// Where the run's wall time went, phase by phase.
+    pub times: PhaseTimes,
+}
+
+/// The wall time of each phase of an isolated run, as the parent saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PhaseTimes {
+    /// Cutting the input into splits (and numbering their lines, for a
+    /// job that numbers lines).
+    pub split: Duration,
+    /// The map tasks, from the first given to the last done.
+    pub map: Duration,
+    /// Cutting the map output into key ranges.
+    pub partition: Duration,
+    /// The reduce tasks.
+    pub reduce: Duration,
+    /// Writing the reduce output (or a map-only job's map output) to the
+    /// caller.
+    pub output: Duration,
 }
 
 impl Report {
@@ -304,28 +324,42 @@ impl Workers {
             Some(_) => form,
             None => Form::Text,
         };
-        let mut splits = splits::cut(files, opts, splits::Boundary::of(job.as_ref()))?;
+        let mut clock = Instant::now();
+        let mut lap = || std::mem::replace(&mut clock, Instant::now()).elapsed();
+        let (boundary, per_worker) = (
+            splits::Boundary::of(job.as_ref()),
+            splits::per_worker(job.as_ref()),
+        );
+        let mut splits = splits::cut(files, opts, boundary, per_worker)?;
         let lines = match job.numbers_lines() {
             true => Some(splits::number_lines(&mut splits, opts.header)?),
             false => None,
         };
+        let mut times = PhaseTimes {
+            split: lap(),
+            ..PhaseTimes::default()
+        };
         let call = supervise::JobCall { name, args, form };
         let store = opts.store()?;
         let (channels, mut tasks) = self.pool.run_all(&call, &splits, opts, &store, &[])?;
+        times.map = lap();
         let partitions = match map_only {
             true => Vec::new(),
             false => partitions(&channels, form, opts.workers)?,
         };
+        times.partition = lap();
         let (reduced, reduces) = self
             .pool
             .run_all(&call, &partitions, opts, &store, &channels)?;
         tasks.extend(reduces);
+        times.reduce = lap();
         // A map-only job's output is its map channels, in split order.
         let outputs = if map_only { &channels } else { &reduced };
         for output in outputs {
             out.write_all(&output.map()?)
                 .map_err(|e| Error::io("<output>", e))?;
         }
+        times.output = lap();
         let all = channels.iter().chain(&reduced);
         Ok(Report {
             splits: splits.len(),
@@ -335,6 +369,7 @@ impl Workers {
             disk_channels: all.filter(|c| c.on_disk()).count(),
             lines,
             form,
+            times,
         })
     }
 

@@ -9,13 +9,25 @@ use crate::error::{Error, Result};
 use crate::job::Records;
 use crate::stream::{MapInput, StreamJob};
 
-/// Splits a worker should get, on average: more end more evenly, fewer
-/// write fewer partial aggregates (a task's table starts empty, and every
-/// split writes a line per distinct key it holds).
-const SPLITS_PER_WORKER: u64 = 2;
-/// The default split size's bounds: a task must be worth its channel.
+/// Splits a worker of `job` gets by default, on average. One for a job
+/// with a reduce: a task's table starts empty and every split writes its
+/// partial aggregate of each distinct key it holds, which the reduce
+/// reads back (measured on word count and the inverted index, two splits
+/// a worker cost more than the evener end saved). Two for a map-only job,
+/// whose splits write their own rows and nothing twice, and whose rows
+/// may cost unevenly (PCA's covariance row `i` is `n - i` products).
+pub(super) fn per_worker(job: &dyn StreamJob) -> u64 {
+    match job.map_only() {
+        true => 2,
+        false => 1,
+    }
+}
+
+/// The default split size's bounds: a task must be worth its channel, and
+/// a split (which a sort's map holds sorted in memory) must stay a small
+/// share of memory.
 const MIN_SPLIT: u64 = 1 << 20;
-const MAX_SPLIT: u64 = 64 << 20;
+const MAX_SPLIT: u64 = 256 << 20;
 /// Bytes read at a time while looking for a split's end.
 const PROBE: usize = 64 << 10;
 
@@ -56,12 +68,18 @@ pub(super) struct Split {
     pub(super) first_line: Option<u64>,
 }
 
-/// `files` cut into splits of about the options' size, each ending at the
+/// `files` cut into splits of about the options' size (by default, the
+/// input over `per_worker` splits a worker, within bounds), each ending at the
 /// first boundary at or after its target end: after a newline, at a
 /// multiple of a record's size, or, for a job whose map takes its input
 /// whole (an image, a block of binary records), at the end of the file;
 /// empty files have none.
-pub(super) fn cut(files: &[PathBuf], opts: &Options, boundary: Boundary) -> Result<Vec<Split>> {
+pub(super) fn cut(
+    files: &[PathBuf],
+    opts: &Options,
+    boundary: Boundary,
+    per_worker: u64,
+) -> Result<Vec<Split>> {
     let mut sized = Vec::with_capacity(files.len());
     for path in files {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
@@ -80,7 +98,7 @@ pub(super) fn cut(files: &[PathBuf], opts: &Options, boundary: Boundary) -> Resu
         _ => opts.split_size,
     };
     let size = size.unwrap_or_else(|| {
-        (total / (opts.workers as u64 * SPLITS_PER_WORKER)).clamp(MIN_SPLIT, MAX_SPLIT)
+        (total / (opts.workers as u64 * per_worker).max(1)).clamp(MIN_SPLIT, MAX_SPLIT)
     });
     if size == 0 {
         return Err(Error::Config("split size must be at least 1 byte".into()));
@@ -230,7 +248,7 @@ mod tests {
                 split_size: Some(size),
                 ..Options::default()
             };
-            let splits = cut(&[a.clone(), empty.clone()], &opts, Boundary::Line).unwrap();
+            let splits = cut(&[a.clone(), empty.clone()], &opts, Boundary::Line, 1).unwrap();
             let text = std::fs::read(&a).unwrap();
             let mut at = 0;
             for s in &splits {
@@ -244,6 +262,24 @@ mod tests {
     }
 
     #[test]
+    fn the_default_size_gives_each_worker_its_share_of_splits() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        // 8 MiB of 1 KiB lines.
+        let line = [vec![b'x'; 1023], vec![b'\n']].concat();
+        std::fs::write(&a, line.repeat(8 << 10)).unwrap();
+        for (workers, per_worker, want) in [(2, 1, 2), (2, 2, 4), (4, 1, 4), (16, 1, 8)] {
+            let opts = Options {
+                workers,
+                ..Options::default()
+            };
+            let splits = cut(std::slice::from_ref(&a), &opts, Boundary::Line, per_worker);
+            // No split below 1 MiB: 16 workers share 8.
+            assert_eq!(splits.unwrap().len(), want, "{workers} x {per_worker}");
+        }
+    }
+
+    #[test]
     fn fixed_size_records_are_never_cut() {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("a");
@@ -253,7 +289,7 @@ mod tests {
                 split_size: Some(size),
                 ..Options::default()
             };
-            let splits = cut(std::slice::from_ref(&a), &opts, Boundary::Multiple(4)).unwrap();
+            let splits = cut(std::slice::from_ref(&a), &opts, Boundary::Multiple(4), 1).unwrap();
             let mut at = 0;
             for s in &splits {
                 assert_eq!(s.start, at, "size {size}");
@@ -278,7 +314,7 @@ mod tests {
                 ..Options::default()
             };
             let files = [a.clone(), short.clone()];
-            let splits = cut(&files, &opts, Boundary::Multiple(20)).unwrap();
+            let splits = cut(&files, &opts, Boundary::Multiple(20), 1).unwrap();
             let mut at = 24;
             for s in &splits {
                 assert_eq!((&s.path, s.start), (&a, at), "size {size}");
@@ -305,7 +341,7 @@ mod tests {
             ..Options::default()
         };
         let files = [a.clone(), empty, b.clone()];
-        let splits = cut(&files, &opts, Boundary::File).unwrap();
+        let splits = cut(&files, &opts, Boundary::File, 1).unwrap();
         let whole = |path: &PathBuf, end| Split {
             path: path.clone(),
             start: 0,
@@ -336,7 +372,7 @@ mod tests {
                 split_size: Some(size),
                 ..Options::default()
             };
-            let mut splits = cut(&files, &opts, Boundary::Line).unwrap();
+            let mut splits = cut(&files, &opts, Boundary::Line, 1).unwrap();
             assert_eq!(number_lines(&mut splits, 0).unwrap(), 8, "size {size}");
             for s in &splits {
                 let i = files.iter().position(|f| *f == s.path).unwrap();

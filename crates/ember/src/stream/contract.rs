@@ -235,6 +235,7 @@ fn map_sorted<J>(
 ) -> Result<Stats>
 where
     J: Job + Send,
+    J::Key: Text,
 {
     let partials = runtime.run_with(&Partial(job), input, opts)?;
     write_sorted(partials.pairs.iter().map(|(k, s)| (k, s)), push, out)?;
@@ -377,33 +378,59 @@ where
 
 /// Writes each of `pairs` (in key order) with `push`, which appends a
 /// pair (a line or a record) to a buffer and returns where its key's text
-/// lies there, in the order of the keys' text (which differs where keys
-/// have escaped bytes: a backslash sorts before letters), the order
-/// reduce reads.
-fn write_sorted<'p, K: 'p, V: 'p>(
-    pairs: impl Iterator<Item = (&'p K, &'p V)>,
+/// lies there, in the order of the keys' text, the order reduce reads.
+/// That is the key order unless keys have escaped bytes (a backslash sorts
+/// before letters) or the job orders its keys itself: a first pass over
+/// the keys' texts finds out, and pairs already in order are written as
+/// they come, with no buffer of the whole output.
+fn write_sorted<'p, K: Text + 'p, V: 'p>(
+    pairs: impl Iterator<Item = (&'p K, &'p V)> + Clone,
     push: impl Fn(&mut Vec<u8>, &K, &V) -> Range<usize>,
     out: &mut dyn Write,
 ) -> Result<()> {
+    let write = |out: &mut dyn Write, bytes: &[u8]| {
+        out.write_all(bytes).map_err(|e| Error::io("<output>", e))
+    };
+    if in_text_order(pairs.clone().map(|(k, _)| k)) {
+        let mut bytes = Vec::with_capacity(WRITE_CHUNK);
+        for (key, value) in pairs {
+            push(&mut bytes, key, value);
+            if bytes.len() >= WRITE_CHUNK {
+                write(out, &bytes)?;
+                bytes.clear();
+            }
+        }
+        return write(out, &bytes);
+    }
     let mut bytes = Vec::new();
     let mut written = Vec::new(); // (start, its key's text, end)
-    let mut in_order = true;
     for (key, value) in pairs {
         let start = bytes.len();
         let key_text = push(&mut bytes, key, value);
-        if let Some((_, last, _)) = written.last() {
-            in_order &= bytes[Range::clone(last)] <= bytes[key_text.clone()];
-        }
         written.push((start, key_text, bytes.len()));
     }
-    if !in_order {
-        written.sort_unstable_by(|a, b| bytes[a.1.clone()].cmp(&bytes[b.1.clone()]));
-    }
+    written.sort_unstable_by(|a, b| bytes[a.1.clone()].cmp(&bytes[b.1.clone()]));
     for (start, _, end) in written {
-        out.write_all(&bytes[start..end])
-            .map_err(|e| Error::io("<output>", e))?;
+        write(out, &bytes[start..end])?;
     }
     Ok(())
+}
+
+/// Bytes of pairs [`write_sorted`] gathers before it writes them.
+const WRITE_CHUNK: usize = 64 << 10;
+
+/// Whether no key's text sorts before the one before's.
+fn in_text_order<'k, K: Text + 'k>(keys: impl Iterator<Item = &'k K>) -> bool {
+    let (mut last, mut text) = (Vec::new(), Vec::new());
+    for (i, key) in keys.enumerate() {
+        text.clear();
+        key.write_text(&mut text);
+        if i > 0 && text < last {
+            return false;
+        }
+        std::mem::swap(&mut last, &mut text);
+    }
+    true
 }
 
 /// Writes `key<TAB>value<LF>` through the reused buffer `line`.
