@@ -48,6 +48,13 @@ pub trait Text: Sized {
 /// Appends `bytes` to `out`, escaped as the module describes, with the
 /// bytes of `also` (ASCII separators of a list) written as `\xHH` too.
 pub fn escape(bytes: &[u8], also: &[u8], out: &mut Vec<u8>) {
+    // Most keys are ASCII words, written as they are: one copy, not a
+    // check and a push per byte.
+    let plain = |b: &u8| b.is_ascii() && !matches!(b, b'\\' | b'\t' | b'\n' | b'\r');
+    if bytes.iter().all(|b| plain(b) && !also.contains(b)) {
+        out.extend_from_slice(bytes);
+        return;
+    }
     let mut rest = bytes;
     while !rest.is_empty() {
         let (valid, bad) = match std::str::from_utf8(rest) {
@@ -91,6 +98,9 @@ fn hex(b: u8, out: &mut Vec<u8>) {
 /// The bytes `text` stands for; `None` if it holds a raw tab or newline, a
 /// backslash not followed by `\`, `t`, `n`, `r` or `x` and two hex digits.
 pub fn unescape(text: &[u8]) -> Option<Vec<u8>> {
+    if memchr::memchr3(b'\\', b'\t', b'\n', text).is_none() {
+        return Some(text.to_vec());
+    }
     let mut out = Vec::with_capacity(text.len());
     let mut i = 0;
     while i < text.len() {
@@ -236,6 +246,21 @@ mod tests {
             prop_assert!(std::str::from_utf8(&text).is_ok());
             prop_assert!(!text.iter().any(|&b| b == b'\t' || b == b'\n' || b == b','));
             prop_assert_eq!(unescape(&text), Some(bytes));
+        }
+
+        #[test]
+        fn mostly_ascii_text_escapes_only_its_special_bytes(
+            bytes in proptest::collection::vec(
+                prop::sample::select(b"ab\\\t\n\r,\x01\x7f\xc3\xa9".to_vec()), 0..16),
+        ) {
+            let text = escaped(&bytes, b",");
+            prop_assert!(std::str::from_utf8(&text).is_ok());
+            prop_assert!(!text.iter().any(|&b| b == b'\t' || b == b'\n' || b == b','));
+            prop_assert_eq!(unescape(&text), Some(bytes.clone()));
+            let special = |b: &u8| b"\\\t\n\r,".contains(b) || !b.is_ascii();
+            if !bytes.iter().any(special) {
+                prop_assert_eq!(text, bytes);
+            }
         }
 
         #[test]
