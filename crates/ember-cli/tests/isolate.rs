@@ -271,6 +271,34 @@ fn isolated_sort_maps_a_file_in_record_splits() {
     }
 }
 
+/// By default a worker gets one split of a job with a streamed map and a
+/// reduce (word count), two of one that holds its split in memory (sort).
+#[test]
+fn default_splits_are_one_a_worker_for_an_aggregating_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("words.txt");
+    std::fs::write(&text, b"some words on a line\n".repeat(200_000)).unwrap();
+    let records = dir.path().join("records");
+    let record: Vec<u8> = (0..100u8).map(|i| b'a' + i % 26).collect();
+    std::fs::write(&records, record.repeat(40_000)).unwrap();
+    for (command, input, splits) in [("wordcount", &text, 2), ("sort", &records, 4)] {
+        let done = ember()
+            .args([command, "--isolate", "-t", "2", "--stats", "-o"])
+            .arg(dir.path().join("out"))
+            .arg(input)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert!(done.status.success(), "{stderr}");
+        let want = format!("splits {splits},");
+        assert!(
+            stderr.lines().any(|l| l.starts_with(&want)),
+            "{command}: {stderr}"
+        );
+    }
+    assert_no_orphans();
+}
+
 #[test]
 fn isolated_workers_report_their_stats() {
     let dir = tempfile::tempdir().unwrap();

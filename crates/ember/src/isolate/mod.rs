@@ -326,11 +326,11 @@ impl Workers {
         };
         let mut clock = Instant::now();
         let mut lap = || std::mem::replace(&mut clock, Instant::now()).elapsed();
-        let (boundary, per_worker) = (
+        let (boundary, share) = (
             splits::Boundary::of(job.as_ref()),
-            splits::per_worker(job.as_ref()),
+            splits::Share::of(job.as_ref()),
         );
-        let mut splits = splits::cut(files, opts, boundary, per_worker)?;
+        let mut splits = splits::cut(files, opts, boundary, share)?;
         let lines = match job.numbers_lines() {
             true => Some(splits::number_lines(&mut splits, opts.header)?),
             false => None,

@@ -9,25 +9,41 @@ use crate::error::{Error, Result};
 use crate::job::Records;
 use crate::stream::{MapInput, StreamJob};
 
-/// Splits a worker of `job` gets by default, on average. One for a job
-/// with a reduce: a task's table starts empty and every split writes its
-/// partial aggregate of each distinct key it holds, which the reduce
-/// reads back (measured on word count and the inverted index, two splits
-/// a worker cost more than the evener end saved). Two for a map-only job,
-/// whose splits write their own rows and nothing twice, and whose rows
-/// may cost unevenly (PCA's covariance row `i` is `n - i` products).
-pub(super) fn per_worker(job: &dyn StreamJob) -> u64 {
-    match job.map_only() {
-        true => 2,
-        false => 1,
+/// How a job's input is cut by default: how many splits a worker gets,
+/// on average, and how large one may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Share {
+    pub(super) per_worker: u64,
+    pub(super) max: u64,
+}
+
+impl Share {
+    /// A split a worker, of up to 256 MiB, for a streamed map with a
+    /// reduce: a task's table starts empty and every split writes its
+    /// partial aggregate of each distinct key it holds, which the reduce
+    /// reads back (measured on word count and the inverted index, two
+    /// splits a worker cost more than the evener end saved). Two a worker,
+    /// of up to 64 MiB, for the rest: a map that holds its split in memory
+    /// (a sort), or a map-only job, whose splits write their own rows and
+    /// nothing twice, and whose rows may cost unevenly (PCA's covariance
+    /// row `i` is `n - i` products: one split a worker made PCA 1.09x
+    /// slower).
+    pub(super) fn of(job: &dyn StreamJob) -> Share {
+        match (job.map_input(), job.map_only()) {
+            (MapInput::Streamed, false) => Share {
+                per_worker: 1,
+                max: 256 << 20,
+            },
+            _ => Share {
+                per_worker: 2,
+                max: 64 << 20,
+            },
+        }
     }
 }
 
-/// The default split size's bounds: a task must be worth its channel, and
-/// a split (which a sort's map holds sorted in memory) must stay a small
-/// share of memory.
+/// The smallest default split: a task must be worth its channel.
 const MIN_SPLIT: u64 = 1 << 20;
-const MAX_SPLIT: u64 = 256 << 20;
 /// Bytes read at a time while looking for a split's end.
 const PROBE: usize = 64 << 10;
 
@@ -68,8 +84,8 @@ pub(super) struct Split {
     pub(super) first_line: Option<u64>,
 }
 
-/// `files` cut into splits of about the options' size (by default, the
-/// input over `per_worker` splits a worker, within bounds), each ending at the
+/// `files` cut into splits of about the options' size (by default, as
+/// `share` says), each ending at the
 /// first boundary at or after its target end: after a newline, at a
 /// multiple of a record's size, or, for a job whose map takes its input
 /// whole (an image, a block of binary records), at the end of the file;
@@ -78,7 +94,7 @@ pub(super) fn cut(
     files: &[PathBuf],
     opts: &Options,
     boundary: Boundary,
-    per_worker: u64,
+    share: Share,
 ) -> Result<Vec<Split>> {
     let mut sized = Vec::with_capacity(files.len());
     for path in files {
@@ -98,7 +114,7 @@ pub(super) fn cut(
         _ => opts.split_size,
     };
     let size = size.unwrap_or_else(|| {
-        (total / (opts.workers as u64 * per_worker).max(1)).clamp(MIN_SPLIT, MAX_SPLIT)
+        (total / (opts.workers as u64 * share.per_worker).max(1)).clamp(MIN_SPLIT, share.max)
     });
     if size == 0 {
         return Err(Error::Config("split size must be at least 1 byte".into()));
@@ -236,6 +252,11 @@ fn line_end(path: &Path, file: &File, mut from: u64, len: u64) -> Result<u64> {
 mod tests {
     use super::*;
 
+    const SHARE: Share = Share {
+        per_worker: 1,
+        max: 64 << 20,
+    };
+
     #[test]
     fn splits_end_after_a_newline_and_cover_every_byte() {
         let dir = tempfile::tempdir().unwrap();
@@ -248,7 +269,7 @@ mod tests {
                 split_size: Some(size),
                 ..Options::default()
             };
-            let splits = cut(&[a.clone(), empty.clone()], &opts, Boundary::Line, 1).unwrap();
+            let splits = cut(&[a.clone(), empty.clone()], &opts, Boundary::Line, SHARE).unwrap();
             let text = std::fs::read(&a).unwrap();
             let mut at = 0;
             for s in &splits {
@@ -273,7 +294,11 @@ mod tests {
                 workers,
                 ..Options::default()
             };
-            let splits = cut(std::slice::from_ref(&a), &opts, Boundary::Line, per_worker);
+            let share = Share {
+                per_worker,
+                max: 64 << 20,
+            };
+            let splits = cut(std::slice::from_ref(&a), &opts, Boundary::Line, share);
             // No split below 1 MiB: 16 workers share 8.
             assert_eq!(splits.unwrap().len(), want, "{workers} x {per_worker}");
         }
@@ -289,7 +314,13 @@ mod tests {
                 split_size: Some(size),
                 ..Options::default()
             };
-            let splits = cut(std::slice::from_ref(&a), &opts, Boundary::Multiple(4), 1).unwrap();
+            let splits = cut(
+                std::slice::from_ref(&a),
+                &opts,
+                Boundary::Multiple(4),
+                SHARE,
+            )
+            .unwrap();
             let mut at = 0;
             for s in &splits {
                 assert_eq!(s.start, at, "size {size}");
@@ -314,7 +345,7 @@ mod tests {
                 ..Options::default()
             };
             let files = [a.clone(), short.clone()];
-            let splits = cut(&files, &opts, Boundary::Multiple(20), 1).unwrap();
+            let splits = cut(&files, &opts, Boundary::Multiple(20), SHARE).unwrap();
             let mut at = 24;
             for s in &splits {
                 assert_eq!((&s.path, s.start), (&a, at), "size {size}");
@@ -341,7 +372,7 @@ mod tests {
             ..Options::default()
         };
         let files = [a.clone(), empty, b.clone()];
-        let splits = cut(&files, &opts, Boundary::File, 1).unwrap();
+        let splits = cut(&files, &opts, Boundary::File, SHARE).unwrap();
         let whole = |path: &PathBuf, end| Split {
             path: path.clone(),
             start: 0,
@@ -372,7 +403,7 @@ mod tests {
                 split_size: Some(size),
                 ..Options::default()
             };
-            let mut splits = cut(&files, &opts, Boundary::Line, 1).unwrap();
+            let mut splits = cut(&files, &opts, Boundary::Line, SHARE).unwrap();
             assert_eq!(number_lines(&mut splits, 0).unwrap(), 8, "size {size}");
             for s in &splits {
                 let i = files.iter().position(|f| *f == s.path).unwrap();
