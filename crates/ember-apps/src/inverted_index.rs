@@ -96,24 +96,12 @@ impl PostingList {
 impl Encode for PostingList {
     fn encode(&self, out: &mut Vec<u8>) {
         encode_len(self.ids.len(), out);
-        // Written into room made at once (a varint of an id takes at most
-        // 5 bytes), not pushed a byte at a time: a list's ids are most of
-        // what a map task writes.
-        let start = out.len();
-        out.resize(start + 5 * self.ids.len(), 0);
-        let (mut at, mut before) = (start, 0);
+        out.reserve(self.ids.len());
+        let mut before = 0;
         for &id in &self.ids {
-            let mut n = zigzag(id.wrapping_sub(before));
-            while n >= 0x80 {
-                out[at] = n as u8 | 0x80;
-                n >>= 7;
-                at += 1;
-            }
-            out[at] = n as u8;
-            at += 1;
+            encode_len(zigzag(id.wrapping_sub(before)) as usize, out);
             before = id;
         }
-        out.truncate(at);
     }
     fn decode(input: &mut &[u8]) -> Option<Self> {
         let n = decode_len(input)?;

@@ -430,8 +430,8 @@ fn decode_records<K: Text, V: Encode>(out: &[u8]) -> Result<Vec<(K, V)>> {
 }
 
 /// An isolated run on standard error: its tasks, its phases' wall times,
-/// every task attempt its worker died on, and every worker process (the tasks it did, how it
-/// died if it did, peak RSS and page faults).
+/// every task attempt its worker died on, and every worker process (the
+/// tasks it did, how it died if it did, peak RSS and page faults).
 pub(crate) fn print_report(report: &Report) {
     eprintln!(
         "splits {}, key ranges {}, worker processes {}, retries {}, page faults {} minor, {} major, channels on disk {} of {}",

@@ -85,11 +85,10 @@ pub(super) struct Split {
 }
 
 /// `files` cut into splits of about the options' size (by default, as
-/// `share` says), each ending at the
-/// first boundary at or after its target end: after a newline, at a
-/// multiple of a record's size, or, for a job whose map takes its input
-/// whole (an image, a block of binary records), at the end of the file;
-/// empty files have none.
+/// `share` says), each ending at the first boundary at or after its
+/// target end: after a newline, at a multiple of a record's size, or, for
+/// a job whose map takes its input whole (an image, a block of binary
+/// records), at the end of the file; empty files have none.
 pub(super) fn cut(
     files: &[PathBuf],
     opts: &Options,
