@@ -522,12 +522,13 @@ impl Request {
 
     /// Partitions of the partitioned layout: the caller's, else a power of
     /// two, a few per worker, and enough that each partition's table of
-    /// the keys the sample predicts takes about [`PARTITION_TABLE_BYTES`].
+    /// the keys the sample predicts in all takes about
+    /// [`PARTITION_TABLE_BYTES`].
     fn partitioned_partitions(&self, prediction: Option<&Prediction>) -> usize {
         if let Some(n) = self.partitioned {
             return n.max(1);
         }
-        let keys = prediction.map_or(0, |p| p.keys_per_worker);
+        let keys = prediction.map_or(0, |p| p.keys_in_all);
         let bytes = keys * 2 * self.shape.table_slot as u64;
         let wanted = bytes.div_ceil(PARTITION_TABLE_BYTES) as usize;
         wanted
@@ -811,6 +812,7 @@ mod tests {
             beta: 0.5,
             keys_per_worker: 1000,
             pairs_per_worker,
+            keys_in_all: 2000,
         }
     }
 
@@ -849,6 +851,7 @@ mod tests {
     fn auto_partitions_large_vocabularies_of_the_hash_container() {
         let keys = |k| Prediction {
             keys_per_worker: k,
+            keys_in_all: k,
             ..prediction(1 << 20, 10.0)
         };
         let plan = |a, threads, k| {

@@ -54,6 +54,9 @@ pub(crate) struct Prediction {
     pub(crate) keys_per_worker: u64,
     /// Pairs each worker is predicted to emit over the whole input.
     pub(crate) pairs_per_worker: u64,
+    /// Distinct keys of the whole input: what one table of every pair
+    /// would hold (the partitioned layout's tables together).
+    pub(crate) keys_in_all: u64,
 }
 
 /// Extrapolates the workers' histories to the whole input, of which the
@@ -94,12 +97,16 @@ pub(crate) fn predict(histories: &[History], fraction: f64) -> Prediction {
     let now_pairs = (pairs as f64 / workers).max(1.0);
     let now_distinct = distinct as f64 / workers;
     let keys = (now_distinct * growth.factor(final_pairs / now_pairs)).min(final_pairs);
+    // One worker's curve read at every pair: the keys all workers hold
+    // between them, each once.
+    let in_all = (now_distinct * growth.factor(total_pairs / now_pairs)).min(total_pairs);
     Prediction {
         pairs,
         repeats,
         beta: growth.beta,
         keys_per_worker: keys.round() as u64,
         pairs_per_worker: final_pairs.round() as u64,
+        keys_in_all: in_all.round() as u64,
     }
 }
 
@@ -184,11 +191,12 @@ mod tests {
         let p = predict(&unique, 0.1);
         assert!((p.beta - 1.0).abs() < 1e-9);
         assert_eq!(p.keys_per_worker, 2000);
+        assert_eq!(p.keys_in_all, 4000);
         // 50 keys seen again and again: beta 0, prediction stays 50.
         let fixed = vec![vec![(1000, 50), (2000, 50)]; 2];
         let p = predict(&fixed, 0.05);
         assert_eq!(p.beta, 0.0);
-        assert_eq!(p.keys_per_worker, 50);
+        assert_eq!((p.keys_per_worker, p.keys_in_all), (50, 50));
         assert!(p.repeats > 20.0);
     }
 
@@ -220,6 +228,10 @@ mod tests {
             let want = 30.0 * 1_600_000f64.powf(0.6);
             let err = p.keys_per_worker as f64 / want - 1.0;
             assert!(err.abs() < 0.01, "{points} points: {p:?} against {want}");
+            // Both workers' pairs in one table.
+            let all = 30.0 * 3_200_000f64.powf(0.6);
+            let err = p.keys_in_all as f64 / all - 1.0;
+            assert!(err.abs() < 0.01, "{points} points: {p:?} against {all}");
             assert!((p.beta - 0.6).abs() < 1e-3);
         }
     }

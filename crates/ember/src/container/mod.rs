@@ -264,8 +264,7 @@ where
     C: Combiner<V>,
     X: Visit<K, V, C>,
 {
-    let keys = sizing.keys.min(MAX_RESERVED_KEYS);
-    let partitions = Partitions::new(sizing.partitions, keys, sizing.workers);
+    let partitions = Partitions::new(sizing.partitions, sizing.workers);
     let kept = Mutex::new(kept);
     visitor.visit(|w| {
         let empty = || Counting::new(HashContainer::new(1, 0, combiner.clone()));

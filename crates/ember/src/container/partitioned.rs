@@ -63,6 +63,13 @@ const TABLE_BYTES: usize = 1 << 20;
 /// Bytes a worker's buffers take at most, all partitions together, by
 /// default (each buffer is folded at its share of this).
 const BUFFER_BYTES: usize = 2 << 20;
+/// The hash bit a worker's small table indexes its slots from
+/// ([`Table::rotated`]). An eviction walks the small table in slot order
+/// and folds each entry into its partition's table, which indexes from bit
+/// 0: indexed by the same bits, the walk read its slots in the partition
+/// tables' own order and missed the cache on most of them (the walk's
+/// loads took most of the eviction's time); by other bits it does not.
+const SMALL_TABLE_BIT: u32 = 32;
 /// A buffer takes at least this many entries before it is folded: a fold
 /// takes a lock and loads part of a table, which a few entries do not pay.
 const MIN_BUFFER_ENTRIES: usize = 64;
@@ -128,10 +135,10 @@ impl Shape {
 /// The partition tables every worker of a run folds into: each distinct
 /// key once.
 pub(crate) struct Partitions<K, S> {
+    /// Each starts empty and grows as it is folded into: reserved at the
+    /// sample's prediction, which runs high on skewed text, they took more
+    /// memory than grown ones for no measurable time.
     tables: Vec<Mutex<Table<K, S>>>,
-    /// Keys a partition table is sized for at its first fold (from the
-    /// sample's prediction; tables grow past it).
-    reserve: usize,
     /// Workers of the run, over which the tables' keys and bytes are
     /// shared out in each worker's report.
     workers: usize,
@@ -143,15 +150,13 @@ pub(crate) struct Partitions<K, S> {
 }
 
 impl<K: Key, S> Partitions<K, S> {
-    /// `partitions` empty tables for `workers` workers, each sized for
-    /// `keys / partitions` keys when first folded into.
-    pub(crate) fn new(partitions: usize, keys: usize, workers: usize) -> Self {
+    /// `partitions` empty tables for `workers` workers.
+    pub(crate) fn new(partitions: usize, workers: usize) -> Self {
         let partitions = partitions.max(1);
         Partitions {
             tables: (0..partitions)
                 .map(|_| Mutex::new(Table::with_capacity(0)))
                 .collect(),
-            reserve: keys / partitions,
             workers: workers.max(1),
             keys: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
@@ -259,7 +264,7 @@ impl<'p, K: Key, V, C: Combiner<V>> Partitioned<'p, K, V, C> {
     /// A worker's container over `partitions`, folding with `combiner`.
     pub(crate) fn new(partitions: &'p Partitions<K, C::State>, shape: Shape, combiner: C) -> Self {
         Partitioned {
-            table: Table::with_capacity(shape.table_keys),
+            table: Table::with_capacity(shape.table_keys).rotated(SMALL_TABLE_BIT),
             out: Out {
                 buffers: (0..partitions.len()).map(|_| Buffer::new()).collect(),
                 partitions,
@@ -350,9 +355,6 @@ impl<K: Key, V, C: Combiner<V>> Out<'_, K, V, C> {
     fn fold(&mut self, p: usize, table: &mut Table<K, C::State>) {
         let start = Instant::now();
         let before = (table.len(), table.bytes());
-        if table.len() == 0 {
-            table.reserve(self.partitions.reserve);
-        }
         let (c, b) = (&self.combiner, &mut self.buffers[p]);
         table.merge_hashed_all(&mut b.hashes, &mut b.items, |s, o| c.merge(s, o));
         self.partitions
@@ -532,7 +534,7 @@ mod tests {
         shape: Shape,
         split: usize,
     ) -> Vec<(Bytes, u64)> {
-        let shared = Partitions::new(parts, 16, workers);
+        let shared = Partitions::new(parts, workers);
         let mut cs: Vec<Partitioned<'_, Bytes, u64, Sum>> = (0..workers)
             .map(|_| Partitioned::new(&shared, shape, Sum))
             .collect();
@@ -601,7 +603,7 @@ mod tests {
             table_keys: 8,
             buffer_entries: 2,
         };
-        let shared = Partitions::new(4, 0, 2);
+        let shared = Partitions::new(4, 2);
         let mut a = Partitioned::<Bytes, u64, Sum>::new(&shared, shape, Sum);
         let mut b = Partitioned::<Bytes, u64, Sum>::new(&shared, shape, Sum);
         for i in 0..500 {
@@ -626,7 +628,7 @@ mod tests {
 
     #[test]
     fn kept_values_move_whole() {
-        let shared = Partitions::new(2, 0, 1);
+        let shared = Partitions::new(2, 1);
         let shape = Shape {
             table_keys: 3,
             buffer_entries: 1,

@@ -17,7 +17,8 @@
 //!
 //! Linear probing on the hash's low bits, at most 70% full, doubling when
 //! fuller (so a table that starts too small is rehashed a logarithmic
-//! number of times).
+//! number of times). A table can index by other bits ([`Table::rotated`]),
+//! so that two tables walked together do not meet at the same offsets.
 
 use super::slots::{self, Slots};
 use crate::key::Key;
@@ -30,6 +31,9 @@ const MAX_LOAD_DEN: usize = 10;
 pub(crate) struct Table<K, S> {
     slots: Slots<Option<(K, S)>>,
     len: usize,
+    /// The hash is rotated right by this many bits before its low bits
+    /// pick a slot.
+    rotate: u32,
 }
 
 impl<K: Key, S> Table<K, S> {
@@ -41,7 +45,16 @@ impl<K: Key, S> Table<K, S> {
         Table {
             slots: Slots::new(slots),
             len: 0,
+            rotate: 0,
         }
+    }
+
+    /// This table indexing its slots by the hash's bits from `bit` on
+    /// (wrapping round), not from bit 0.
+    pub(crate) fn rotated(mut self, bit: u32) -> Self {
+        assert_eq!(self.len, 0, "a table is rotated before it holds keys");
+        self.rotate = bit;
+        self
     }
 
     /// Makes room for `keys` keys in all without growing.
@@ -61,13 +74,16 @@ impl<K: Key, S> Table<K, S> {
         self.slots.len() - 1
     }
 
+    /// The slot a key with this hash is looked for first.
+    #[inline(always)]
+    fn home(&self, hash: u64) -> usize {
+        hash.rotate_right(self.rotate) as usize & self.mask()
+    }
+
     /// Starts loading the slot a key with this hash would be found in.
     #[inline(always)]
     pub(crate) fn prefetch(&self, hash: u64) {
-        let slot = self
-            .slots
-            .as_ptr()
-            .wrapping_add(hash as usize & self.mask());
+        let slot = self.slots.as_ptr().wrapping_add(self.home(hash));
         crate::hint::prefetch(slot);
     }
 
@@ -83,8 +99,7 @@ impl<K: Key, S> Table<K, S> {
         init: impl FnOnce(V) -> S,
         add: impl FnOnce(&mut S, V),
     ) -> bool {
-        let mask = self.mask();
-        let mut i = hash as usize & mask;
+        let (mask, mut i) = (self.mask(), self.home(hash));
         loop {
             match &mut self.slots[i] {
                 Some((k, s)) if k.matches(probe) => {
@@ -123,8 +138,7 @@ impl<K: Key, S> Table<K, S> {
         init: impl FnOnce(X) -> S,
         add: impl FnOnce(&mut S, X),
     ) {
-        let mask = self.mask();
-        let mut i = hash as usize & mask;
+        let (mask, mut i) = (self.mask(), self.home(hash));
         loop {
             match &mut self.slots[i] {
                 Some((k, s)) if *k == key => return add(s, x),
@@ -234,14 +248,18 @@ impl<K: Key, S> Table<K, S> {
         }
     }
 
+    /// Doubles the slots: `len` is just past [`MAX_LOAD_NUM`]/[`MAX_LOAD_DEN`]
+    /// of them, so a table for `len` keys has twice as many. (Room for
+    /// `2 * len` keys would be four times as many: partition tables grown
+    /// that way took twice the memory their keys need.)
     #[cold]
     fn grow(&mut self) {
-        self.rebuild(self.len * 2);
+        self.rebuild(self.len);
     }
 
     /// Moves every key into a table with room for `keys`.
     fn rebuild(&mut self, keys: usize) {
-        let bigger = Table::with_capacity(keys);
+        let bigger = Table::with_capacity(keys).rotated(self.rotate);
         let old = std::mem::replace(self, bigger);
         for (k, s) in old {
             self.place_new(k, s);
@@ -250,8 +268,7 @@ impl<K: Key, S> Table<K, S> {
 
     /// Puts a key known to be absent into a table with room for it.
     fn place_new(&mut self, key: K, state: S) {
-        let mask = self.mask();
-        let mut i = key.hash_owned() as usize & mask;
+        let (mask, mut i) = (self.mask(), self.home(key.hash_owned()));
         while self.slots[i].is_some() {
             i = (i + 1) & mask;
         }
@@ -275,6 +292,37 @@ pub(crate) type IntoIter<K, S> = std::iter::Flatten<slots::IntoIter<Option<(K, S
 mod tests {
     use super::*;
     use crate::key::Bytes;
+
+    #[test]
+    fn a_rotated_table_grows_rotated_and_counts_as_a_plain_map() {
+        let mut t = Table::<u64, u64>::with_capacity(0).rotated(32);
+        let mut want = std::collections::HashMap::new();
+        for i in 0..20_000u64 {
+            let k = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % 7_001;
+            t.merge_owned(k, 1, |s, v| *s += v);
+            *want.entry(k).or_insert(0u64) += 1;
+        }
+        assert_eq!(t.rotate, 32);
+        let mut other = Table::with_capacity(16);
+        t.drain_into(&mut other, |s, v| *s += v);
+        let got: std::collections::HashMap<u64, u64> = other.into_iter().collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_full_table_doubles() {
+        let mut t = Table::<u64, u64>::with_capacity(0);
+        let slot = std::mem::size_of::<Option<(u64, u64)>>();
+        let mut slots = t.bytes() / slot;
+        for k in 0..100_000u64 {
+            t.merge_owned(k, 1, |s, v| *s += v);
+            let now = t.bytes() / slot;
+            assert!(now == slots || now == 2 * slots, "{slots} -> {now} slots");
+            slots = now;
+            assert!(t.len() * MAX_LOAD_DEN <= slots * MAX_LOAD_NUM);
+        }
+        assert_eq!(slots, 1 << 18);
+    }
 
     #[test]
     fn grows_and_keeps_every_key() {
