@@ -883,6 +883,19 @@ mod tests {
             }
         ));
         assert_eq!(plan(Aggregation::Auto, 64, 10).partitions, 256);
+        // The partition tables hold every key: their count follows the keys
+        // predicted in all, not those of one worker.
+        let spread = Prediction {
+            keys_per_worker: 120_000,
+            keys_in_all: 943_455,
+            ..prediction(1 << 20, 10.0)
+        };
+        let request = hash_request(Aggregation::Auto, 8);
+        let spread = request.decide(Some(&spread), IngestKind::Mmap, false);
+        assert_eq!(
+            (spread.aggregation, spread.partitions),
+            (Aggregation::Partitioned, 64)
+        );
         let forced = plan(Aggregation::Partitioned, 2, 10);
         assert_eq!(
             (forced.aggregation, forced.partitions),

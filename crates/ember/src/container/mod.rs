@@ -248,9 +248,9 @@ where
     })
 }
 
-/// [`build`]'s partitioned hash containers: the run's partition tables,
-/// sized for the keys the sample predicts, and a small table and buffers
-/// per worker, which start with the sample's entries.
+/// [`build`]'s partitioned hash containers: the run's partition tables
+/// (empty; they grow as they are folded into), and a small table and
+/// buffers per worker, which start with the sample's entries.
 fn partitioned_layout<K, V, C, X>(
     sizing: Sizing,
     shape: Shape,

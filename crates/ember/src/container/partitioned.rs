@@ -66,9 +66,9 @@ const BUFFER_BYTES: usize = 2 << 20;
 /// The hash bit a worker's small table indexes its slots from
 /// ([`Table::rotated`]). An eviction walks the small table in slot order
 /// and folds each entry into its partition's table, which indexes from bit
-/// 0: indexed by the same bits, the walk read its slots in the partition
-/// tables' own order and missed the cache on most of them (the walk's
-/// loads took most of the eviction's time); by other bits it does not.
+/// 0: indexed by the same bits, the walk reads its slots in the partition
+/// tables' own order and misses the cache on most of them; indexed by
+/// other bits, it does not.
 const SMALL_TABLE_BIT: u32 = 32;
 /// A buffer takes at least this many entries before it is folded: a fold
 /// takes a lock and loads part of a table, which a few entries do not pay.
@@ -84,7 +84,7 @@ const WAIT_AT: usize = 2;
 pub struct PartitionedOptions {
     /// Hash partitions (default: a power of two, at least four per worker,
     /// and enough that each partition's table of the keys the sample
-    /// predicts takes about 1 MiB).
+    /// predicts for the whole input takes about 1 MiB).
     pub partitions: Option<usize>,
     /// Keys a worker's small table holds before its entries are evicted to
     /// the partitions' buffers (default: a table of 1 MiB of slots, half
@@ -135,9 +135,9 @@ impl Shape {
 /// The partition tables every worker of a run folds into: each distinct
 /// key once.
 pub(crate) struct Partitions<K, S> {
-    /// Each starts empty and grows as it is folded into: reserved at the
-    /// sample's prediction, which runs high on skewed text, they took more
-    /// memory than grown ones for no measurable time.
+    /// Each starts empty and grows as it is folded into, not reserved: the
+    /// sample's prediction runs high on skewed text, and a reserved table
+    /// takes more memory than a grown one for no gain in time.
     tables: Vec<Mutex<Table<K, S>>>,
     /// Workers of the run, over which the tables' keys and bytes are
     /// shared out in each worker's report.

@@ -249,9 +249,8 @@ impl<K: Key, S> Table<K, S> {
     }
 
     /// Doubles the slots: `len` is just past [`MAX_LOAD_NUM`]/[`MAX_LOAD_DEN`]
-    /// of them, so a table for `len` keys has twice as many. (Room for
-    /// `2 * len` keys would be four times as many: partition tables grown
-    /// that way took twice the memory their keys need.)
+    /// of them, so a table for `len` keys has twice as many (room for
+    /// `2 * len` keys would be four times the slots).
     #[cold]
     fn grow(&mut self) {
         self.rebuild(self.len);
